@@ -1,0 +1,423 @@
+//! The cache-local ("blocked") layer.
+//!
+//! # Layout and probes
+//! Bits live in 64-byte, cache-line-aligned blocks of 512 bits. An item touches `b` blocks
+//! (1 to 4, fixed per layer) and sets `k` bits in each:
+//!
+//! * block of slot 0: `lo` of the item's 128-bit hash; block of slot `s > 0`:
+//!   `mix64(lo + s·γ)`. Each word is reduced to a block index by multiply-shift,
+//!   `(word · blocks) >> 64`, which is uniform without a division.
+//! * bit positions: 9-bit fields taken from a stream of words, the first being `hi`, the n-th
+//!   after it `mix64(hi + n·γ)`; 7 positions per word. Positions are independent and uniform
+//!   with replacement, exactly the model `sizing` solves.
+//!
+//! A probe builds the `k` positions of one block as a 512-bit mask, then tests or sets the
+//! whole mask at once: eight AND/compare pairs with no data-dependent branch inside a block.
+//!
+//! The layer also counts its set bits (an insert knows which bits it flipped), so its fill
+//! ratio and current false-positive rate come free.
+
+use crate::error::FilterError;
+use crate::hash::{mix64, ItemHash, GOLDEN_GAMMA};
+use crate::sizing::{self, Geometry, BLOCK_BYTES, MAX_BLOCKS_PER_ITEM};
+
+/// Words in a block.
+const WORDS: usize = 8;
+/// Bit positions drawn from one 64-bit word of the position stream (9 bits each).
+const POSITIONS_PER_WORD: u32 = 7;
+
+/// One cache line of filter bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C, align(64))]
+pub struct Block(pub [u64; WORDS]);
+
+const _: () = assert!(std::mem::size_of::<Block>() as u64 == BLOCK_BYTES);
+const _: () = assert!(std::mem::align_of::<Block>() == 64);
+
+// Persisted bit arrays are the blocks' bytes with each word little-endian; the byte views
+// below reinterpret memory directly, which matches that only on little-endian targets.
+#[cfg(not(target_endian = "little"))]
+compile_error!("layerbloom's persisted formats assume a little-endian target");
+
+/// A 512-bit probe mask for one block.
+type Mask = [u64; WORDS];
+
+/// The stream of 9-bit in-block positions of one item.
+struct Positions {
+    seed: u64,
+    word: u64,
+    left: u32,
+    refills: u64,
+}
+
+impl Positions {
+    #[inline]
+    fn new(hi: u64) -> Self {
+        Positions {
+            seed: hi,
+            word: hi,
+            left: POSITIONS_PER_WORD,
+            refills: 0,
+        }
+    }
+
+    #[inline]
+    fn next(&mut self) -> u32 {
+        if self.left == 0 {
+            self.refills += 1;
+            self.word = mix64(
+                self.seed
+                    .wrapping_add(self.refills.wrapping_mul(GOLDEN_GAMMA)),
+            );
+            self.left = POSITIONS_PER_WORD;
+        }
+        let pos = (self.word & 511) as u32;
+        self.word >>= 9;
+        self.left -= 1;
+        pos
+    }
+
+    #[inline]
+    fn mask(&mut self, k: u32) -> Mask {
+        let mut mask = [0u64; WORDS];
+        for _ in 0..k {
+            let pos = self.next();
+            mask[(pos >> 6) as usize] |= 1u64 << (pos & 63);
+        }
+        mask
+    }
+}
+
+/// The block an item's slot `slot` lives in.
+#[inline]
+fn block_index(hash: &ItemHash, slot: u32, blocks: u64) -> usize {
+    let word = if slot == 0 {
+        hash.lo
+    } else {
+        mix64(
+            hash.lo
+                .wrapping_add(u64::from(slot).wrapping_mul(GOLDEN_GAMMA)),
+        )
+    };
+    ((u128::from(word) * u128::from(blocks)) >> 64) as usize
+}
+
+/// The metadata of a layer: everything but the bits.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LayerMeta {
+    /// Items the layer was sized for.
+    pub capacity: u64,
+    /// The false-positive rate it was sized for.
+    pub error: f64,
+    /// Items added to it.
+    pub items: u64,
+    /// Its geometry.
+    pub geometry: Geometry,
+}
+
+/// One layer of a scalable filter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockedLayer {
+    meta: LayerMeta,
+    blocks: Vec<Block>,
+    set_bits: u64,
+}
+
+/// Allocates `count` zeroed blocks, reporting failure instead of aborting.
+pub(crate) fn zeroed_blocks(count: u64) -> Result<Vec<Block>, FilterError> {
+    let bytes = count.saturating_mul(BLOCK_BYTES);
+    let n = usize::try_from(count).map_err(|_| FilterError::OutOfMemory { bytes })?;
+    let mut v: Vec<Block> = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| FilterError::OutOfMemory { bytes })?;
+    v.resize(n, Block::default());
+    Ok(v)
+}
+
+impl BlockedLayer {
+    /// A new, empty layer for `capacity` items at `error`.
+    pub fn new(capacity: u64, error: f64) -> Result<Self, FilterError> {
+        let geometry = sizing::plan_layer(capacity, error)?;
+        Self::with_geometry(capacity, error, geometry)
+    }
+
+    /// A new, empty layer with a given geometry.
+    pub(crate) fn with_geometry(
+        capacity: u64,
+        error: f64,
+        geometry: Geometry,
+    ) -> Result<Self, FilterError> {
+        let blocks = zeroed_blocks(geometry.blocks)?;
+        Ok(BlockedLayer {
+            meta: LayerMeta {
+                capacity,
+                error,
+                items: 0,
+                geometry,
+            },
+            blocks,
+            set_bits: 0,
+        })
+    }
+
+    /// A layer from persisted parts. The caller has checked that `blocks` matches the
+    /// geometry; the set-bit count is recomputed rather than trusted.
+    pub(crate) fn from_parts(meta: LayerMeta, blocks: Vec<Block>) -> Self {
+        debug_assert_eq!(blocks.len() as u64, meta.geometry.blocks);
+        let set_bits = blocks
+            .iter()
+            .flat_map(|b| b.0.iter())
+            .map(|w| u64::from(w.count_ones()))
+            .sum();
+        BlockedLayer {
+            meta,
+            blocks,
+            set_bits,
+        }
+    }
+
+    /// A deep copy, reporting allocation failure instead of aborting.
+    pub fn try_clone(&self) -> Result<Self, FilterError> {
+        let mut blocks = Vec::new();
+        blocks
+            .try_reserve_exact(self.blocks.len())
+            .map_err(|_| FilterError::OutOfMemory {
+                bytes: self.bytes(),
+            })?;
+        blocks.extend_from_slice(&self.blocks);
+        Ok(BlockedLayer {
+            meta: self.meta,
+            blocks,
+            set_bits: self.set_bits,
+        })
+    }
+
+    /// The layer's metadata.
+    pub fn meta(&self) -> &LayerMeta {
+        &self.meta
+    }
+
+    /// Items added to this layer.
+    pub fn items(&self) -> u64 {
+        self.meta.items
+    }
+
+    /// Items this layer was sized for.
+    pub fn capacity(&self) -> u64 {
+        self.meta.capacity
+    }
+
+    /// The error rate this layer was sized for.
+    pub fn error(&self) -> f64 {
+        self.meta.error
+    }
+
+    /// The layer's geometry.
+    pub fn geometry(&self) -> &Geometry {
+        &self.meta.geometry
+    }
+
+    /// Whether the layer holds as many items as it was sized for.
+    pub fn is_full(&self) -> bool {
+        self.meta.items >= self.meta.capacity
+    }
+
+    /// Bits currently set.
+    pub fn set_bits(&self) -> u64 {
+        self.set_bits
+    }
+
+    /// Bits in the layer.
+    pub fn total_bits(&self) -> u64 {
+        self.meta.geometry.blocks * u64::from(sizing::BLOCK_BITS)
+    }
+
+    /// Bytes of the bit array.
+    pub fn bytes(&self) -> u64 {
+        self.blocks.capacity() as u64 * BLOCK_BYTES
+    }
+
+    /// Whether every bit of the item's probe is set.
+    #[inline]
+    pub fn contains(&self, hash: &ItemHash) -> bool {
+        let g = &self.meta.geometry;
+        let mut positions = Positions::new(hash.hi);
+        for slot in 0..g.blocks_per_item {
+            let block = &self.blocks[block_index(hash, slot, g.blocks)];
+            let mask = positions.mask(g.hashes_per_block);
+            let missing = mask
+                .iter()
+                .zip(&block.0)
+                .fold(0u64, |acc, (m, b)| acc | (m & !b));
+            if missing != 0 {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Sets the item's bits and counts it, whether or not its bits were already set (the
+    /// chain decides what counts as new). Returns the number of bits that flipped.
+    #[inline]
+    pub fn insert(&mut self, hash: &ItemHash) -> u32 {
+        let g = self.meta.geometry;
+        debug_assert!(g.blocks_per_item <= MAX_BLOCKS_PER_ITEM);
+        let mut positions = Positions::new(hash.hi);
+        let mut flipped = 0;
+        for slot in 0..g.blocks_per_item {
+            let block = &mut self.blocks[block_index(hash, slot, g.blocks)];
+            let mask = positions.mask(g.hashes_per_block);
+            for (word, m) in block.0.iter_mut().zip(&mask) {
+                flipped += (m & !*word).count_ones();
+                *word |= m;
+            }
+        }
+        self.set_bits += u64::from(flipped);
+        self.meta.items += 1;
+        flipped
+    }
+
+    /// The bit array as bytes (each 64-bit word little-endian).
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: `Block` is `repr(C)` over `[u64; 8]` with no padding (size 64 asserted above),
+        // so the vector's initialised elements are `len * 64` initialised bytes, and `u8` has
+        // no alignment requirement. The slice borrows `self`, so it cannot outlive the data.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.blocks.as_ptr().cast::<u8>(),
+                self.blocks.len() * BLOCK_BYTES as usize,
+            )
+        }
+    }
+
+    /// Overwrites bytes of the bit array at `offset` (the caller has checked the range) and
+    /// keeps the set-bit count exact.
+    pub(crate) fn write_bytes(&mut self, offset: usize, data: &[u8]) {
+        let bytes = self.as_bytes_mut();
+        let target = &mut bytes[offset..offset + data.len()];
+        let before: u64 = target.iter().map(|b| u64::from(b.count_ones())).sum();
+        let after: u64 = data.iter().map(|b| u64::from(b.count_ones())).sum();
+        target.copy_from_slice(data);
+        self.set_bits = self.set_bits - before + after;
+    }
+
+    fn as_bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `as_bytes`; every byte pattern is a valid `u64`, so writes through the
+        // byte view cannot create an invalid `Block`. The exclusive borrow of `self` prevents
+        // aliasing.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.blocks.as_mut_ptr().cast::<u8>(),
+                self.blocks.len() * BLOCK_BYTES as usize,
+            )
+        }
+    }
+
+    /// The false-positive rate expected from the layer's current item count.
+    pub fn expected_fpr(&self) -> f64 {
+        sizing::expected_fpr(self.meta.items, &self.meta.geometry)
+    }
+
+    /// The exact false-positive rate of this layer's current bits for a random absent item:
+    /// the mean over blocks of `(set/512)^k`, raised to `b` (slots pick blocks independently).
+    pub fn state_fpr(&self) -> f64 {
+        let g = &self.meta.geometry;
+        let k = g.hashes_per_block as i32;
+        let per_block: f64 = self
+            .blocks
+            .iter()
+            .map(|b| {
+                let set: u32 = b.0.iter().map(|w| w.count_ones()).sum();
+                (f64::from(set) / 512.0).powi(k)
+            })
+            .sum::<f64>()
+            / self.blocks.len() as f64;
+        per_block.powi(g.blocks_per_item as i32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hashes(seed: u64, n: u64) -> impl Iterator<Item = ItemHash> {
+        (0..n).map(move |i| ItemHash {
+            lo: mix64(seed ^ i.wrapping_mul(0xa076_1d64_78bd_642f)),
+            hi: mix64(!seed ^ i.wrapping_mul(0xe703_7ed1_a0b4_28db)),
+        })
+    }
+
+    #[test]
+    fn an_added_item_is_always_found() {
+        for &p in &[0.25, 0.01, 1e-4, 1e-9] {
+            let mut layer = BlockedLayer::new(5000, p).unwrap();
+            for h in hashes(1, 5000) {
+                layer.insert(&h);
+            }
+            assert!(hashes(1, 5000).all(|h| layer.contains(&h)), "p={p}");
+            assert_eq!(layer.items(), 5000);
+            assert!(layer.is_full());
+        }
+    }
+
+    #[test]
+    fn an_empty_layer_contains_nothing() {
+        let layer = BlockedLayer::new(100, 0.01).unwrap();
+        assert!(hashes(2, 1000).all(|h| !layer.contains(&h)));
+        assert_eq!(layer.set_bits(), 0);
+    }
+
+    #[test]
+    fn set_bits_count_matches_the_bits() {
+        let mut layer = BlockedLayer::new(1000, 0.001).unwrap();
+        let mut flipped = 0u64;
+        for h in hashes(3, 1000) {
+            flipped += u64::from(layer.insert(&h));
+        }
+        let counted: u64 = layer
+            .as_bytes()
+            .iter()
+            .map(|b| u64::from(b.count_ones()))
+            .sum();
+        assert_eq!(layer.set_bits(), counted);
+        assert_eq!(flipped, counted);
+        // Inserting again flips nothing.
+        let again: u32 = hashes(3, 10).map(|h| layer.insert(&h)).sum();
+        assert_eq!(again, 0);
+    }
+
+    #[test]
+    fn writing_bytes_keeps_the_count_exact() {
+        let mut layer = BlockedLayer::new(1000, 0.01).unwrap();
+        layer.write_bytes(3, &[0xff, 0x0f, 0x00]);
+        assert_eq!(layer.set_bits(), 12);
+        layer.write_bytes(4, &[0x01]);
+        assert_eq!(layer.set_bits(), 9);
+    }
+
+    #[test]
+    fn from_parts_recounts_bits() {
+        let mut layer = BlockedLayer::new(100, 0.01).unwrap();
+        for h in hashes(4, 50) {
+            layer.insert(&h);
+        }
+        let rebuilt = BlockedLayer::from_parts(*layer.meta(), layer.blocks.clone());
+        assert_eq!(rebuilt, layer);
+    }
+
+    #[test]
+    fn blocks_are_cache_line_aligned() {
+        let layer = BlockedLayer::new(100_000, 0.01).unwrap();
+        assert_eq!(layer.blocks.as_ptr() as usize % 64, 0);
+    }
+
+    #[test]
+    fn position_stream_refills_past_seven_positions() {
+        let mut p = Positions::new(0x1234_5678_9abc_def0);
+        let first: Vec<u32> = (0..20).map(|_| p.next()).collect();
+        assert!(first.iter().all(|&x| x < 512));
+        assert_eq!(first[0], 0x0f0);
+        // The refilled words differ from a plain shift of `hi`.
+        assert_ne!(first[7..14], first[0..7]);
+    }
+}

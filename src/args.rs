@@ -1,0 +1,444 @@
+//! Argument parsing for the BF commands, on plain byte slices so it is unit tested without
+//! Redis. Numbers follow Redis's own rules (`RedisModule_StringToLongLong` /
+//! `StringToDouble`), so a value RedisBloom accepts is accepted here and vice versa.
+
+use layerbloom_filter::FilterSpec;
+
+use crate::error::BfError;
+
+/// Largest capacity a filter may be created with.
+pub const MAX_CAPACITY: u64 = 1 << 30;
+/// Largest expansion factor.
+pub const MAX_EXPANSION: u32 = layerbloom_filter::codec::MAX_EXPANSION;
+/// Error rates above this are lowered to it (RedisBloom's behaviour).
+pub const MAX_ERROR_RATE: f64 = 0.25;
+
+/// An integer as Redis parses one: optional `-`, digits, no leading zeros, no spaces or `+`,
+/// within `i64`.
+pub fn parse_i64(bytes: &[u8]) -> Option<i64> {
+    let (negative, digits) = match bytes.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, bytes),
+    };
+    if digits.is_empty()
+        || !digits.iter().all(u8::is_ascii_digit)
+        || (digits[0] == b'0' && (digits.len() > 1 || negative))
+    {
+        return None;
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    text.parse::<i64>().ok()
+}
+
+/// A double as Redis parses one: the whole string, no surrounding spaces, not NaN.
+pub fn parse_f64(bytes: &[u8]) -> Option<f64> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    if text.is_empty() || text.trim() != text {
+        return None;
+    }
+    let value = text.parse::<f64>().ok()?;
+    (!value.is_nan()).then_some(value)
+}
+
+/// Whether an argument is the option word `word` (ASCII case-insensitive).
+pub fn is_word(arg: &[u8], word: &str) -> bool {
+    arg.eq_ignore_ascii_case(word.as_bytes())
+}
+
+/// An error rate, checked to lie in (0, 1), then capped at `MAX_ERROR_RATE`.
+fn error_rate(value: f64) -> Option<f64> {
+    (value > 0.0 && value < 1.0).then_some(value.min(MAX_ERROR_RATE))
+}
+
+/// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`; `args` are the arguments
+/// after the key. `default_expansion` applies when EXPANSION is not given (0: non-scaling).
+pub fn parse_reserve(args: &[&[u8]], default_expansion: u32) -> Result<FilterSpec, BfError> {
+    let (rate, rest) = args.split_first().ok_or(BfError::WrongArity)?;
+    let (capacity, options) = rest.split_first().ok_or(BfError::WrongArity)?;
+    let error = parse_f64(rate).ok_or(BfError::BadErrorRate)?;
+    let error = error_rate(error).ok_or(BfError::ErrorRateRange)?;
+    let capacity = parse_i64(capacity).ok_or(BfError::BadCapacity)?;
+    if !(1..=MAX_CAPACITY as i64).contains(&capacity) {
+        return Err(BfError::CapacityRange);
+    }
+
+    let mut nonscaling = false;
+    let mut expansion: Option<&[u8]> = None;
+    let mut unknown = false;
+    let mut i = 0;
+    while i < options.len() {
+        let word = options[i];
+        if is_word(word, "NONSCALING") {
+            nonscaling = true;
+        } else if is_word(word, "EXPANSION") {
+            let value = options.get(i + 1).ok_or(BfError::NoExpansion)?;
+            expansion.get_or_insert(value);
+            i += 1;
+        } else {
+            unknown = true;
+        }
+        i += 1;
+    }
+    let expansion = match expansion {
+        None if nonscaling => 0,
+        None => default_expansion,
+        Some(value) => {
+            let n = parse_i64(value).ok_or(BfError::BadExpansion)?;
+            if n != 0 && nonscaling {
+                return Err(BfError::NonscalingCannotExpand);
+            }
+            if !(0..=i64::from(MAX_EXPANSION)).contains(&n) {
+                return Err(BfError::ExpansionRange);
+            }
+            n as u32
+        }
+    };
+    if unknown {
+        return Err(BfError::ReserveUnknownArgument);
+    }
+    Ok(FilterSpec {
+        capacity: capacity as u64,
+        error,
+        expansion,
+    })
+}
+
+/// The parsed options of `BF.INSERT`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InsertArgs<'a> {
+    /// The filter to create if the key is missing.
+    pub spec: FilterSpec,
+    /// NOCREATE: a missing key is an error.
+    pub nocreate: bool,
+    /// The items, at least one.
+    pub items: &'a [&'a [u8]],
+}
+
+/// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS item...`;
+/// `args` are the arguments after the key, `defaults` the module's settings.
+pub fn parse_insert<'a>(
+    args: &'a [&'a [u8]],
+    defaults: FilterSpec,
+) -> Result<InsertArgs<'a>, BfError> {
+    let mut spec = defaults;
+    let mut nonscaling = false;
+    let mut nocreate = false;
+    let mut i = 0;
+    loop {
+        let word = *args.get(i).ok_or(BfError::WrongArity)?;
+        let value = || args.get(i + 1).copied().ok_or(BfError::WrongArity);
+        if is_word(word, "ITEMS") {
+            let items = &args[i + 1..];
+            if items.is_empty() {
+                return Err(BfError::WrongArity);
+            }
+            if nonscaling {
+                spec.expansion = 0;
+            }
+            return Ok(InsertArgs {
+                spec,
+                nocreate,
+                items,
+            });
+        } else if is_word(word, "CAPACITY") {
+            let c = parse_i64(value()?).ok_or(BfError::InsertBadCapacity)?;
+            if !(1..=MAX_CAPACITY as i64).contains(&c) {
+                return Err(BfError::InsertBadCapacity);
+            }
+            spec.capacity = c as u64;
+            i += 2;
+        } else if is_word(word, "ERROR") {
+            let e = parse_f64(value()?).ok_or(BfError::InsertBadErrorRate)?;
+            spec.error = error_rate(e).ok_or(BfError::InsertBadErrorRate)?;
+            i += 2;
+        } else if is_word(word, "EXPANSION") {
+            let n = parse_i64(value()?).ok_or(BfError::InsertBadExpansion)?;
+            if !(0..=i64::from(MAX_EXPANSION)).contains(&n) {
+                return Err(BfError::InsertBadExpansion);
+            }
+            spec.expansion = n as u32;
+            i += 2;
+        } else if is_word(word, "NOCREATE") {
+            nocreate = true;
+            i += 1;
+        } else if is_word(word, "NONSCALING") {
+            nonscaling = true;
+            i += 1;
+        } else {
+            return Err(BfError::InsertUnknownArgument);
+        }
+    }
+}
+
+/// One field of `BF.INFO`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InfoField {
+    Capacity,
+    Size,
+    Filters,
+    Items,
+    Expansion,
+}
+
+impl InfoField {
+    /// All fields, in RedisBloom's reply order.
+    pub const ALL: [InfoField; 5] = [
+        InfoField::Capacity,
+        InfoField::Size,
+        InfoField::Filters,
+        InfoField::Items,
+        InfoField::Expansion,
+    ];
+
+    /// The field's name in replies.
+    pub fn title(self) -> &'static str {
+        match self {
+            InfoField::Capacity => "Capacity",
+            InfoField::Size => "Size",
+            InfoField::Filters => "Number of filters",
+            InfoField::Items => "Number of items inserted",
+            InfoField::Expansion => "Expansion rate",
+        }
+    }
+
+    /// The field a `BF.INFO key <word>` asks for.
+    pub fn parse(word: &[u8]) -> Result<Self, BfError> {
+        let all = [
+            ("CAPACITY", InfoField::Capacity),
+            ("SIZE", InfoField::Size),
+            ("FILTERS", InfoField::Filters),
+            ("ITEMS", InfoField::Items),
+            ("EXPANSION", InfoField::Expansion),
+        ];
+        all.iter()
+            .find(|(name, _)| is_word(word, name))
+            .map(|&(_, f)| f)
+            .ok_or(BfError::InvalidInfo)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEFAULTS: FilterSpec = FilterSpec {
+        capacity: 100,
+        error: 0.01,
+        expansion: 2,
+    };
+
+    fn reserve(args: &[&str]) -> Result<FilterSpec, BfError> {
+        let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        parse_reserve(&bytes, 2)
+    }
+
+    fn insert(args: &[&str]) -> Result<(FilterSpec, bool, usize), BfError> {
+        let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        parse_insert(&bytes, DEFAULTS).map(|a| (a.spec, a.nocreate, a.items.len()))
+    }
+
+    fn spec(capacity: u64, error: f64, expansion: u32) -> FilterSpec {
+        FilterSpec {
+            capacity,
+            error,
+            expansion,
+        }
+    }
+
+    #[test]
+    fn integers_follow_redis_rules() {
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"-12"), Some(-12));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        for bad in [
+            "",
+            "-",
+            "01",
+            "-0",
+            "+1",
+            " 1",
+            "1 ",
+            "1.5",
+            "1e3",
+            "9223372036854775808",
+        ] {
+            assert_eq!(parse_i64(bad.as_bytes()), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn doubles_follow_redis_rules() {
+        assert_eq!(parse_f64(b"0.01"), Some(0.01));
+        assert_eq!(parse_f64(b"1e-9"), Some(1e-9));
+        assert_eq!(parse_f64(b".5"), Some(0.5));
+        assert_eq!(parse_f64(b"inf"), Some(f64::INFINITY));
+        for bad in ["", " 0.1", "0.1 ", "nan", "0.1x", "abc"] {
+            assert_eq!(parse_f64(bad.as_bytes()), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn reserve_parses_options_in_any_case_and_order() {
+        assert_eq!(reserve(&["0.01", "100"]), Ok(spec(100, 0.01, 2)));
+        assert_eq!(
+            reserve(&["0.01", "100", "expansion", "4"]),
+            Ok(spec(100, 0.01, 4))
+        );
+        assert_eq!(
+            reserve(&["0.01", "100", "NonScaling"]),
+            Ok(spec(100, 0.01, 0))
+        );
+        assert_eq!(
+            reserve(&["0.01", "100", "EXPANSION", "0"]),
+            Ok(spec(100, 0.01, 0))
+        );
+        assert_eq!(
+            reserve(&["0.01", "100", "NONSCALING", "EXPANSION", "0"]),
+            Ok(spec(100, 0.01, 0))
+        );
+        assert_eq!(reserve(&["0.5", "100"]), Ok(spec(100, 0.25, 2)), "capped");
+    }
+
+    #[test]
+    fn reserve_reports_redisbloom_errors_in_redisbloom_order() {
+        assert_eq!(reserve(&["x", "y"]), Err(BfError::BadErrorRate));
+        assert_eq!(reserve(&["1", "y"]), Err(BfError::ErrorRateRange));
+        assert_eq!(reserve(&["0", "100"]), Err(BfError::ErrorRateRange));
+        assert_eq!(reserve(&["-0.1", "100"]), Err(BfError::ErrorRateRange));
+        assert_eq!(reserve(&["inf", "100"]), Err(BfError::ErrorRateRange));
+        assert_eq!(reserve(&["0.01", "y"]), Err(BfError::BadCapacity));
+        assert_eq!(reserve(&["0.01", "0"]), Err(BfError::CapacityRange));
+        assert_eq!(
+            reserve(&["0.01", "1073741825"]),
+            Err(BfError::CapacityRange)
+        );
+        assert_eq!(reserve(&["0.01", "1073741824"]), Ok(spec(1 << 30, 0.01, 2)));
+        assert_eq!(
+            reserve(&["0.01", "10", "EXPANSION"]),
+            Err(BfError::NoExpansion)
+        );
+        assert_eq!(
+            reserve(&["0.01", "10", "EXPANSION", "x"]),
+            Err(BfError::BadExpansion)
+        );
+        assert_eq!(
+            reserve(&["0.01", "10", "EXPANSION", "2", "NONSCALING"]),
+            Err(BfError::NonscalingCannotExpand)
+        );
+        assert_eq!(
+            reserve(&["0.01", "10", "NONSCALING", "EXPANSION", "2"]),
+            Err(BfError::NonscalingCannotExpand)
+        );
+        assert_eq!(
+            reserve(&["0.01", "10", "EXPANSION", "-1"]),
+            Err(BfError::ExpansionRange)
+        );
+        assert_eq!(
+            reserve(&["0.01", "10", "EXPANSION", "32769"]),
+            Err(BfError::ExpansionRange)
+        );
+        assert_eq!(
+            reserve(&["0.01", "10", "NONSCALNG"]),
+            Err(BfError::ReserveUnknownArgument)
+        );
+    }
+
+    #[test]
+    fn insert_takes_options_until_items() {
+        assert_eq!(insert(&["ITEMS", "a", "b"]), Ok((DEFAULTS, false, 2)));
+        assert_eq!(
+            insert(&[
+                "capacity",
+                "5",
+                "error",
+                "0.1",
+                "expansion",
+                "3",
+                "nocreate",
+                "items",
+                "a"
+            ]),
+            Ok((spec(5, 0.1, 3), true, 1))
+        );
+        assert_eq!(
+            insert(&["NONSCALING", "ITEMS", "a"]),
+            Ok((spec(100, 0.01, 0), false, 1))
+        );
+        assert_eq!(
+            insert(&["NONSCALING", "EXPANSION", "4", "ITEMS", "a"]),
+            Ok((spec(100, 0.01, 0), false, 1)),
+            "NONSCALING wins"
+        );
+        assert_eq!(
+            insert(&["EXPANSION", "0", "ITEMS", "a"]),
+            Ok((spec(100, 0.01, 0), false, 1))
+        );
+        assert_eq!(
+            insert(&["ERROR", "0.9", "ITEMS", "a"]),
+            Ok((spec(100, 0.25, 2), false, 1))
+        );
+        // Words after ITEMS are items.
+        assert_eq!(
+            insert(&["ITEMS", "CAPACITY", "x"]),
+            Ok((DEFAULTS, false, 2))
+        );
+    }
+
+    #[test]
+    fn insert_errors() {
+        assert_eq!(insert(&[]), Err(BfError::WrongArity));
+        assert_eq!(insert(&["ITEMS"]), Err(BfError::WrongArity));
+        assert_eq!(insert(&["CAPACITY"]), Err(BfError::WrongArity));
+        assert_eq!(insert(&["CAPACITY", "10"]), Err(BfError::WrongArity));
+        assert_eq!(
+            insert(&["CAPACITY", "0", "ITEMS", "a"]),
+            Err(BfError::InsertBadCapacity)
+        );
+        assert_eq!(
+            insert(&["CAPACITY", "x", "ITEMS", "a"]),
+            Err(BfError::InsertBadCapacity)
+        );
+        assert_eq!(
+            insert(&["CAPACITY", "1073741825", "ITEMS", "a"]),
+            Err(BfError::InsertBadCapacity)
+        );
+        assert_eq!(
+            insert(&["ERROR", "2", "ITEMS", "a"]),
+            Err(BfError::InsertBadErrorRate)
+        );
+        assert_eq!(
+            insert(&["ERROR", "x", "ITEMS", "a"]),
+            Err(BfError::InsertBadErrorRate)
+        );
+        assert_eq!(
+            insert(&["EXPANSION", "-1", "ITEMS", "a"]),
+            Err(BfError::InsertBadExpansion)
+        );
+        assert_eq!(
+            insert(&["EXPANSION", "x", "ITEMS", "a"]),
+            Err(BfError::InsertBadExpansion)
+        );
+        assert_eq!(
+            insert(&["BOGUS", "ITEMS", "a"]),
+            Err(BfError::InsertUnknownArgument)
+        );
+    }
+
+    #[test]
+    fn info_fields_parse_case_insensitively() {
+        assert_eq!(InfoField::parse(b"items"), Ok(InfoField::Items));
+        assert_eq!(InfoField::parse(b"Capacity"), Ok(InfoField::Capacity));
+        assert_eq!(InfoField::parse(b"bogus"), Err(BfError::InvalidInfo));
+        let titles: Vec<&str> = InfoField::ALL.iter().map(|f| f.title()).collect();
+        assert_eq!(
+            titles,
+            [
+                "Capacity",
+                "Size",
+                "Number of filters",
+                "Number of items inserted",
+                "Expansion rate"
+            ]
+        );
+    }
+}

@@ -1,0 +1,274 @@
+//! The BF.* command handlers: check the arguments, open the key, call the core, reply.
+//! Every argument is validated before the key is touched, so a bad command changes nothing.
+
+use layerbloom_filter::codec;
+use layerbloom_filter::{FilterSpec, ItemHash, ScalableFilter};
+use redis_module::key::{RedisKey, RedisKeyWritable};
+use redis_module::{Context, KeyType, RedisString};
+
+use crate::args::{self, InfoField};
+use crate::config;
+use crate::datatype::BLOOM_TYPE;
+use crate::error::BfError;
+use crate::propagate::{self, Change};
+use crate::reply::Reply;
+
+/// What every handler returns: `Err` is replied as an error (nothing was replied yet).
+pub type CommandResult = Result<(), BfError>;
+
+fn slices(args: &[RedisString]) -> Vec<&[u8]> {
+    args.iter().map(RedisString::as_slice).collect()
+}
+
+fn check_arity(args: &[RedisString], min: usize, max: usize) -> CommandResult {
+    if (min..=max).contains(&args.len()) {
+        Ok(())
+    } else {
+        Err(BfError::WrongArity)
+    }
+}
+
+/// The filter under a key opened for reading; `None` when the key is missing.
+fn read_filter(key: &RedisKey) -> Result<Option<&ScalableFilter>, BfError> {
+    key.get_value::<ScalableFilter>(&BLOOM_TYPE)
+        .map_err(|_| BfError::WrongType)
+}
+
+/// The filter under a key opened for writing; `None` when the key is missing.
+fn write_filter(key: &RedisKeyWritable) -> Result<Option<&mut ScalableFilter>, BfError> {
+    key.get_value::<ScalableFilter>(&BLOOM_TYPE)
+        .map_err(|_| BfError::WrongType)
+}
+
+/// Stores a new filter under an empty key and returns it.
+fn store_filter(
+    key: &RedisKeyWritable,
+    filter: ScalableFilter,
+) -> Result<&mut ScalableFilter, BfError> {
+    key.set_value(&BLOOM_TYPE, filter)
+        .map_err(|_| BfError::Internal)?;
+    write_filter(key)?.ok_or(BfError::Internal)
+}
+
+/// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`
+pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    check_arity(args, 4, 7)?;
+    let spec = args::parse_reserve(&slices(&args[2..]), config::default_expansion())?;
+    let key = ctx.open_key_writable(&args[1]);
+    if key.key_type() != KeyType::Empty {
+        write_filter(&key)?;
+        return Err(BfError::ItemExists);
+    }
+    let filter =
+        ScalableFilter::new(spec, config::max_filter_bytes(ctx)).map_err(BfError::from_create)?;
+    store_filter(&key, filter)?;
+    propagate::after_write(ctx, &args[1], Change::Reserved(spec));
+    Reply::new(ctx).ok();
+    Ok(())
+}
+
+/// `BF.ADD key item`
+pub fn add(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    check_arity(args, 3, 3)?;
+    add_items(
+        ctx,
+        &args[1],
+        &slices(&args[2..]),
+        Some(config::default_spec()),
+        false,
+    )
+}
+
+/// `BF.MADD key item [item ...]`
+pub fn madd(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    check_arity(args, 3, usize::MAX)?;
+    add_items(
+        ctx,
+        &args[1],
+        &slices(&args[2..]),
+        Some(config::default_spec()),
+        true,
+    )
+}
+
+/// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS item...`
+pub fn insert(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    check_arity(args, 4, usize::MAX)?;
+    let rest = slices(&args[2..]);
+    let parsed = args::parse_insert(&rest, config::default_spec())?;
+    let create = (!parsed.nocreate).then_some(parsed.spec);
+    add_items(ctx, &args[1], parsed.items, create, true)
+}
+
+/// Adds items in order, creating the filter with `create` when the key is missing (`None`:
+/// a missing key is an error). An add error ends the command: in a multi reply it is the last
+/// element and the items after it are not processed.
+fn add_items(
+    ctx: &Context,
+    key_name: &RedisString,
+    items: &[&[u8]],
+    create: Option<FilterSpec>,
+    multi: bool,
+) -> CommandResult {
+    let key = ctx.open_key_writable(key_name);
+    let limit = config::max_filter_bytes(ctx);
+    let (filter, created) = match write_filter(&key)? {
+        Some(filter) => (filter, None),
+        None => {
+            let spec = create.ok_or(BfError::NotFound)?;
+            let filter = ScalableFilter::new(spec, limit).map_err(BfError::from_create)?;
+            (store_filter(&key, filter)?, Some(spec))
+        }
+    };
+    let reply = Reply::new(ctx);
+    if multi {
+        // An error ends the array early, so its length is only known at the end.
+        reply.postponed_array();
+    }
+    let mut added: Vec<&[u8]> = Vec::with_capacity(items.len());
+    let mut replied = 0;
+    for &item in items {
+        replied += 1;
+        match filter.add(&ItemHash::of(item), limit) {
+            Ok(true) => {
+                added.push(item);
+                reply.boolean(true);
+            }
+            Ok(false) => reply.boolean(false),
+            Err(e) => {
+                reply.error(&BfError::from_add(e));
+                break;
+            }
+        }
+    }
+    if multi {
+        reply.set_array_len(replied);
+    }
+    propagate::after_write(
+        ctx,
+        key_name,
+        Change::Added {
+            created,
+            items: &added,
+        },
+    );
+    Ok(())
+}
+
+/// `BF.EXISTS key item`
+pub fn exists(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    check_arity(args, 3, 3)?;
+    check_items(ctx, args, false)
+}
+
+/// `BF.MEXISTS key item [item ...]`
+pub fn mexists(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    check_arity(args, 3, usize::MAX)?;
+    check_items(ctx, args, true)
+}
+
+fn check_items(ctx: &Context, args: &[RedisString], multi: bool) -> CommandResult {
+    let key = ctx.open_key(&args[1]);
+    let filter = read_filter(&key)?;
+    let items = &args[2..];
+    let reply = Reply::new(ctx);
+    if multi {
+        reply.array(items.len());
+    }
+    for item in items {
+        let found = filter.is_some_and(|f| f.contains(&ItemHash::of(item.as_slice())));
+        reply.boolean(found);
+    }
+    Ok(())
+}
+
+/// `BF.CARD key`
+pub fn card(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    check_arity(args, 2, 2)?;
+    let key = ctx.open_key(&args[1]);
+    let items = read_filter(&key)?.map_or(0, ScalableFilter::items);
+    Reply::new(ctx).int(items as i64);
+    Ok(())
+}
+
+/// `BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]`
+pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    check_arity(args, 2, 3)?;
+    let key = ctx.open_key(&args[1]);
+    let filter = read_filter(&key)?.ok_or(BfError::NotFound)?;
+    let reply = Reply::new(ctx);
+    let value = |field: InfoField| match field {
+        InfoField::Capacity => reply.int(filter.capacity() as i64),
+        InfoField::Size => reply.int(filter.memory_usage() as i64),
+        InfoField::Filters => reply.int(filter.layers().len() as i64),
+        InfoField::Items => reply.int(filter.items() as i64),
+        InfoField::Expansion => match filter.expansion() {
+            Some(e) => reply.int(i64::from(e)),
+            None => reply.null(),
+        },
+    };
+    match args.get(2) {
+        None => {
+            reply.map(InfoField::ALL.len());
+            for field in InfoField::ALL {
+                reply.bulk(field.title().as_bytes());
+                value(field);
+            }
+        }
+        Some(word) => {
+            let field = InfoField::parse(word.as_slice())?;
+            if reply.is_resp3() {
+                reply.map(1);
+                reply.bulk(field.title().as_bytes());
+            } else {
+                reply.array(1);
+            }
+            value(field);
+        }
+    }
+    Ok(())
+}
+
+/// `BF.SCANDUMP key iterator`
+pub fn scandump(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    check_arity(args, 3, 3)?;
+    let key = ctx.open_key(&args[1]);
+    let filter = read_filter(&key)?.ok_or(BfError::NotFound)?;
+    let it = args::parse_i64(args[2].as_slice()).ok_or(BfError::ScanDumpNotNumeric)?;
+    let reply = Reply::new(ctx);
+    reply.array(2);
+    if it == 0 {
+        reply.int(1);
+        reply.bulk(&codec::encode_header(filter));
+    } else {
+        let (next, data) = codec::dump_chunk(filter, it);
+        reply.int(next);
+        reply.bulk(data);
+    }
+    Ok(())
+}
+
+/// `BF.LOADCHUNK key iterator data`
+pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    check_arity(args, 4, 4)?;
+    let it = args::parse_i64(args[2].as_slice()).ok_or(BfError::LoadChunkNotNumeric)?;
+    let data = args[3].as_slice();
+    let key = ctx.open_key_writable(&args[1]);
+    let created = match write_filter(&key)? {
+        None if it == 1 => {
+            let header = codec::decode_header(data).map_err(BfError::from_codec)?;
+            let filter = codec::filter_from_header(&header, config::max_filter_bytes(ctx))
+                .map_err(BfError::from_codec)?;
+            store_filter(&key, filter)?;
+            true
+        }
+        None => return Err(BfError::NotFound),
+        Some(filter) => {
+            codec::load_chunk(filter, it, data).map_err(BfError::from_codec)?;
+            false
+        }
+    };
+    propagate::after_write(ctx, &args[1], Change::Loaded { created });
+    Reply::new(ctx).ok();
+    Ok(())
+}

@@ -1,0 +1,343 @@
+//! Module settings: the defaults of auto-created filters and the per-filter memory limit.
+//!
+//! Registered through the module config API, so they are set in redis.conf or with
+//! `CONFIG SET bf.<name>` and read with `CONFIG GET` (on Redis 7 every module setting carries
+//! the module's name as prefix). RedisBloom's names are kept: `bf-error-rate`,
+//! `bf-initial-size`, `bf-expansion-factor`; `bf-max-filter-memory` is layerbloom's.
+//! Load-time arguments (`--loadmodule liblayerbloom.so ERROR_RATE 0.001 INITIAL_SIZE 1000`)
+//! accept RedisBloom's legacy names and these names.
+//!
+//! The error rate is a string setting registered through the raw API: the crate's string
+//! settings allocate a new string on every `CONFIG GET` and never free it.
+
+use std::ffi::{c_char, c_int, c_longlong, c_void, CString};
+use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, Ordering};
+
+use layerbloom_filter::FilterSpec;
+use redis_module::{raw, Context, ContextFlags, RedisString};
+
+use crate::args::{self, MAX_CAPACITY, MAX_ERROR_RATE, MAX_EXPANSION};
+
+/// Default error rate of auto-created filters.
+pub const DEFAULT_ERROR_RATE: f64 = 0.01;
+/// Default capacity of auto-created filters.
+pub const DEFAULT_INITIAL_SIZE: i64 = 100;
+/// Default growth factor of new filters.
+pub const DEFAULT_EXPANSION: i64 = 2;
+/// Default per-filter memory limit: far above what users run (100 million items at 0.1%
+/// take 180 MB), low enough that one command cannot take the machine's memory.
+pub const DEFAULT_MAX_FILTER_MEMORY: i64 = 4 << 30;
+/// The smallest memory limit accepted: one small filter.
+const MIN_MAX_FILTER_MEMORY: i64 = 1024;
+
+static ERROR_RATE: AtomicU64 = AtomicU64::new(DEFAULT_ERROR_RATE.to_bits());
+static INITIAL_SIZE: AtomicI64 = AtomicI64::new(DEFAULT_INITIAL_SIZE);
+static EXPANSION: AtomicI64 = AtomicI64::new(DEFAULT_EXPANSION);
+static MAX_FILTER_MEMORY: AtomicI64 = AtomicI64::new(DEFAULT_MAX_FILTER_MEMORY);
+/// The error rate as last set, returned by `CONFIG GET`; owned by the module.
+static ERROR_RATE_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The parameters of a filter created without explicit ones.
+pub fn default_spec() -> FilterSpec {
+    FilterSpec {
+        capacity: INITIAL_SIZE.load(Ordering::Relaxed) as u64,
+        error: f64::from_bits(ERROR_RATE.load(Ordering::Relaxed)).min(MAX_ERROR_RATE),
+        expansion: EXPANSION.load(Ordering::Relaxed) as u32,
+    }
+}
+
+/// The growth factor of filters created without one.
+pub fn default_expansion() -> u32 {
+    EXPANSION.load(Ordering::Relaxed) as u32
+}
+
+/// The memory limit for a command's filter. Commands from the primary or replayed from the
+/// AOF were already accepted once; refusing them here would make the copies diverge.
+pub fn max_filter_bytes(ctx: &Context) -> u64 {
+    let flags = ctx.get_flags();
+    if flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING) {
+        u64::MAX
+    } else {
+        MAX_FILTER_MEMORY.load(Ordering::Relaxed) as u64
+    }
+}
+
+fn check_error_rate(text: &[u8]) -> Result<f64, &'static str> {
+    match args::parse_f64(text) {
+        Some(r) if r > 0.0 && r < 1.0 => Ok(r),
+        _ => Err("error rate must be a number in the open interval (0, 1)"),
+    }
+}
+
+/// Sets the error rate and the text `CONFIG GET` answers.
+fn store_error_rate(rate: f64, text: &[u8]) {
+    if rate > MAX_ERROR_RATE {
+        redis_module::logging::log_warning(format!(
+            "layerbloom: error rate {rate} is above {MAX_ERROR_RATE}; filters will use {MAX_ERROR_RATE}"
+        ));
+    }
+    ERROR_RATE.store(rate.to_bits(), Ordering::Relaxed);
+    // SAFETY: a context-free string is valid until freed; the old one is no longer reachable
+    // once swapped out, and configs are only read and written on the main thread.
+    unsafe {
+        let new = raw::RedisModule_CreateString.expect("core API")(
+            std::ptr::null_mut(),
+            text.as_ptr().cast::<c_char>(),
+            text.len(),
+        );
+        let old = ERROR_RATE_TEXT.swap(new, Ordering::AcqRel);
+        if !old.is_null() {
+            raw::RedisModule_FreeString.expect("core API")(std::ptr::null_mut(), old);
+        }
+    }
+}
+
+/// Writes a config error message for Redis to report.
+fn set_error(err: *mut *mut raw::RedisModuleString, message: &str) -> c_int {
+    if !err.is_null() {
+        // SAFETY: Redis passes a valid out-pointer and takes ownership of the string.
+        unsafe {
+            *err = raw::RedisModule_CreateString.expect("core API")(
+                std::ptr::null_mut(),
+                message.as_ptr().cast::<c_char>(),
+                message.len(),
+            );
+        }
+    }
+    raw::REDISMODULE_ERR as c_int
+}
+
+extern "C" fn get_error_rate(
+    _name: *const c_char,
+    _privdata: *mut c_void,
+) -> *mut raw::RedisModuleString {
+    ERROR_RATE_TEXT.load(Ordering::Acquire)
+}
+
+extern "C" fn set_error_rate(
+    _name: *const c_char,
+    value: *mut raw::RedisModuleString,
+    _privdata: *mut c_void,
+    err: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    let text = RedisString::string_as_slice(value);
+    match check_error_rate(text) {
+        Ok(rate) => {
+            store_error_rate(rate, text);
+            raw::REDISMODULE_OK as c_int
+        }
+        Err(message) => set_error(err, message),
+    }
+}
+
+/// Which numeric setting a callback serves (passed as the callbacks' private data).
+#[derive(Clone, Copy)]
+#[repr(usize)]
+enum Numeric {
+    InitialSize = 1,
+    Expansion = 2,
+    MaxFilterMemory = 3,
+}
+
+impl Numeric {
+    fn from_privdata(p: *mut c_void) -> Option<Self> {
+        match p as usize {
+            1 => Some(Numeric::InitialSize),
+            2 => Some(Numeric::Expansion),
+            3 => Some(Numeric::MaxFilterMemory),
+            _ => None,
+        }
+    }
+
+    fn cell(self) -> &'static AtomicI64 {
+        match self {
+            Numeric::InitialSize => &INITIAL_SIZE,
+            Numeric::Expansion => &EXPANSION,
+            Numeric::MaxFilterMemory => &MAX_FILTER_MEMORY,
+        }
+    }
+}
+
+extern "C" fn get_numeric(_name: *const c_char, privdata: *mut c_void) -> c_longlong {
+    Numeric::from_privdata(privdata).map_or(0, |n| n.cell().load(Ordering::Relaxed))
+}
+
+extern "C" fn set_numeric(
+    _name: *const c_char,
+    value: c_longlong,
+    privdata: *mut c_void,
+    err: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    match Numeric::from_privdata(privdata) {
+        // Redis has already checked the registered bounds.
+        Some(n) => {
+            n.cell().store(value, Ordering::Relaxed);
+            raw::REDISMODULE_OK as c_int
+        }
+        None => set_error(err, "unknown setting"),
+    }
+}
+
+/// Registers the settings and loads their values from the server's configuration.
+pub fn register(ctx: &Context) -> Result<(), String> {
+    store_error_rate(DEFAULT_ERROR_RATE, b"0.01");
+    let raw_ctx = ctx.get_raw();
+    let name = |n: &str| CString::new(n).expect("no NUL in setting names");
+    // SAFETY: called from RedisModule_OnLoad with its context; names are copied by Redis;
+    // callbacks are `extern "C"` with the documented signatures.
+    unsafe {
+        let string_config = raw::RedisModule_RegisterStringConfig.ok_or("no module config API")?;
+        let numeric_config =
+            raw::RedisModule_RegisterNumericConfig.ok_or("no module config API")?;
+        let default_rate = name("0.01");
+        if string_config(
+            raw_ctx,
+            name("bf-error-rate").as_ptr(),
+            default_rate.as_ptr(),
+            raw::REDISMODULE_CONFIG_DEFAULT,
+            Some(get_error_rate),
+            Some(set_error_rate),
+            None,
+            std::ptr::null_mut(),
+        ) != raw::REDISMODULE_OK as c_int
+        {
+            return Err("could not register bf-error-rate".into());
+        }
+        let numerics: [(&str, i64, u32, i64, i64, Numeric); 3] = [
+            (
+                "bf-initial-size",
+                DEFAULT_INITIAL_SIZE,
+                raw::REDISMODULE_CONFIG_DEFAULT,
+                1,
+                MAX_CAPACITY as i64,
+                Numeric::InitialSize,
+            ),
+            (
+                "bf-expansion-factor",
+                DEFAULT_EXPANSION,
+                raw::REDISMODULE_CONFIG_DEFAULT,
+                0,
+                i64::from(MAX_EXPANSION),
+                Numeric::Expansion,
+            ),
+            (
+                "bf-max-filter-memory",
+                DEFAULT_MAX_FILTER_MEMORY,
+                raw::REDISMODULE_CONFIG_MEMORY,
+                MIN_MAX_FILTER_MEMORY,
+                i64::MAX,
+                Numeric::MaxFilterMemory,
+            ),
+        ];
+        for (setting, default, flags, min, max, which) in numerics {
+            if numeric_config(
+                raw_ctx,
+                name(setting).as_ptr(),
+                default,
+                flags,
+                min,
+                max,
+                Some(get_numeric),
+                Some(set_numeric),
+                None,
+                which as usize as *mut c_void,
+            ) != raw::REDISMODULE_OK as c_int
+            {
+                return Err(format!("could not register {setting}"));
+            }
+        }
+        let load = raw::RedisModule_LoadConfigs.ok_or("no module config API")?;
+        if load(raw_ctx) != raw::REDISMODULE_OK as c_int {
+            return Err("the bf.* settings in the server configuration are invalid".into());
+        }
+    }
+    Ok(())
+}
+
+/// Parses a memory amount as Redis does: a number with an optional unit (`k`, `kb`, `m`, `mb`,
+/// `g`, `gb`; the `b` forms are powers of 1024).
+pub fn parse_memory(text: &[u8]) -> Option<i64> {
+    let text = std::str::from_utf8(text).ok()?.to_ascii_lowercase();
+    let units: [(&str, i64); 7] = [
+        ("kb", 1 << 10),
+        ("mb", 1 << 20),
+        ("gb", 1 << 30),
+        ("k", 1_000),
+        ("m", 1_000_000),
+        ("g", 1_000_000_000),
+        ("b", 1),
+    ];
+    let (digits, unit) = units
+        .iter()
+        .find_map(|&(suffix, unit)| text.strip_suffix(suffix).map(|d| (d, unit)))
+        .unwrap_or((text.as_str(), 1));
+    args::parse_i64(digits.as_bytes())?.checked_mul(unit)
+}
+
+/// Applies load-time arguments: `NAME VALUE` pairs, names case-insensitive.
+pub fn apply_module_args(module_args: &[RedisString]) -> Result<(), String> {
+    if module_args.len() % 2 != 0 {
+        return Err("module arguments come in NAME VALUE pairs".into());
+    }
+    for pair in module_args.chunks_exact(2) {
+        let name = pair[0].to_string_lossy().to_ascii_lowercase();
+        let value = pair[1].as_slice();
+        let shown = String::from_utf8_lossy(value);
+        match name.as_str() {
+            "error_rate" | "bf-error-rate" => {
+                let rate = check_error_rate(value).map_err(|m| format!("{name} {shown}: {m}"))?;
+                store_error_rate(rate, value);
+            }
+            "initial_size" | "bf-initial-size" => {
+                let n = args::parse_i64(value)
+                    .filter(|n| (1..=MAX_CAPACITY as i64).contains(n))
+                    .ok_or_else(|| {
+                        format!("{name} {shown}: must be an integer in [1, {MAX_CAPACITY}]")
+                    })?;
+                INITIAL_SIZE.store(n, Ordering::Relaxed);
+            }
+            "expansion" | "bf-expansion-factor" => {
+                let n = args::parse_i64(value)
+                    .filter(|n| (0..=i64::from(MAX_EXPANSION)).contains(n))
+                    .ok_or_else(|| {
+                        format!("{name} {shown}: must be an integer in [0, {MAX_EXPANSION}]")
+                    })?;
+                EXPANSION.store(n, Ordering::Relaxed);
+            }
+            "bf-max-filter-memory" => {
+                let n = parse_memory(value)
+                    .filter(|&n| n >= MIN_MAX_FILTER_MEMORY)
+                    .ok_or_else(|| format!("{name} {shown}: must be a memory size of at least {MIN_MAX_FILTER_MEMORY} bytes"))?;
+                MAX_FILTER_MEMORY.store(n, Ordering::Relaxed);
+            }
+            _ => return Err(format!("unknown module argument '{name}'")),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_amounts_parse_like_redis() {
+        assert_eq!(parse_memory(b"1024"), Some(1024));
+        assert_eq!(parse_memory(b"4gb"), Some(4 << 30));
+        assert_eq!(parse_memory(b"4GB"), Some(4 << 30));
+        assert_eq!(parse_memory(b"64mb"), Some(64 << 20));
+        assert_eq!(parse_memory(b"2k"), Some(2000));
+        assert_eq!(parse_memory(b"10b"), Some(10));
+        assert_eq!(parse_memory(b"x"), None);
+        assert_eq!(parse_memory(b"99999999999gb"), None);
+    }
+
+    #[test]
+    fn error_rates_must_be_in_the_open_unit_interval() {
+        assert_eq!(check_error_rate(b"0.001"), Ok(0.001));
+        assert_eq!(check_error_rate(b"0.5"), Ok(0.5));
+        assert!(check_error_rate(b"0").is_err());
+        assert!(check_error_rate(b"1").is_err());
+        assert!(check_error_rate(b"abc").is_err());
+    }
+}

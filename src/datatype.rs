@@ -1,0 +1,257 @@
+//! The native data type `MBbloom--` and its callbacks: RDB save and load, AOF rewrite, memory
+//! usage, digest, copy and free. Every callback is a few lines of FFI around the core's codec;
+//! a panic is caught and logged, never let across the C boundary.
+
+use std::ffi::{c_char, c_int, c_longlong, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use layerbloom_filter::codec::{self, FilterLoader};
+use layerbloom_filter::ScalableFilter;
+use redis_module::{logging, native_types::RedisType, raw};
+
+/// The type's encoding version for layerbloom's own values. RedisBloom writes 0 to 4 under
+/// the same type name; far above them, the loader can tell its own values from RedisBloom's.
+pub const ENCODING_VERSION: i32 = 100;
+
+/// The data type, registered under RedisBloom's name so RDB files and DUMP payloads name it
+/// the same way.
+pub static BLOOM_TYPE: RedisType = RedisType::new(
+    "MBbloom--",
+    ENCODING_VERSION,
+    raw::RedisModuleTypeMethods {
+        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
+        rdb_load: Some(rdb_load),
+        rdb_save: Some(rdb_save),
+        aof_rewrite: Some(aof_rewrite),
+        mem_usage: Some(mem_usage),
+        digest: Some(digest),
+        free: Some(free),
+        aux_load: None,
+        aux_save: None,
+        aux_save_triggers: 0,
+        free_effort: Some(free_effort),
+        unlink: None,
+        copy: Some(copy),
+        defrag: None,
+        mem_usage2: None,
+        free_effort2: None,
+        unlink2: None,
+        copy2: None,
+        aux_save2: None,
+    },
+);
+
+/// Bytes a background thread frees per unit of `free_effort`. Redis frees a value in the
+/// background when its effort exceeds 64, so filters above about 4 MiB are freed lazily.
+const FREE_EFFORT_BYTES: u64 = 64 * 1024;
+
+/// Runs a callback body, logging a panic and returning `fallback` instead of unwinding.
+fn guarded<T>(what: &str, fallback: T, body: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| {
+        logging::log_warning(format!(
+            "layerbloom: internal error in {what}; see the log above"
+        ));
+        fallback
+    })
+}
+
+/// # Safety
+/// `value` must be a pointer this module stored with `ModuleTypeSetValue` or returned from
+/// `rdb_load`/`copy`: a live `Box<ScalableFilter>`.
+unsafe fn filter<'a>(value: *mut c_void) -> &'a ScalableFilter {
+    unsafe { &*value.cast::<ScalableFilter>() }
+}
+
+/// A string buffer returned by `RedisModule_LoadStringBuffer`, freed on drop.
+struct LoadedBuffer {
+    ptr: *mut c_char,
+    len: usize,
+}
+
+impl LoadedBuffer {
+    fn as_slice(&self) -> &[u8] {
+        if self.ptr.is_null() || self.len == 0 {
+            return &[];
+        }
+        // SAFETY: Redis returned `len` initialised bytes at `ptr`, owned by this buffer.
+        unsafe { std::slice::from_raw_parts(self.ptr.cast::<u8>(), self.len) }
+    }
+}
+
+impl Drop for LoadedBuffer {
+    fn drop(&mut self) {
+        if !self.ptr.is_null() {
+            // SAFETY: allocated by Redis for us, freed once.
+            unsafe { raw::RedisModule_Free.expect("core API")(self.ptr.cast()) };
+        }
+    }
+}
+
+fn load_buffer(rdb: *mut raw::RedisModuleIO) -> Result<LoadedBuffer, String> {
+    let mut len = 0usize;
+    // SAFETY: `rdb` is the IO handle Redis passed to rdb_load.
+    let ptr = unsafe { raw::RedisModule_LoadStringBuffer.expect("core API")(rdb, &mut len) };
+    let buffer = LoadedBuffer { ptr, len };
+    // SAFETY: as above.
+    if unsafe { raw::RedisModule_IsIOError.expect("core API")(rdb) } != 0 {
+        return Err("the value is truncated or unreadable".into());
+    }
+    Ok(buffer)
+}
+
+fn load_value(rdb: *mut raw::RedisModuleIO, encver: c_int) -> Result<ScalableFilter, String> {
+    if encver != ENCODING_VERSION {
+        return Err(format!(
+            "encoding version {encver} is not one this build of layerbloom reads \
+             (its own is {ENCODING_VERSION}; RedisBloom writes 0 to 4)"
+        ));
+    }
+    let header = load_buffer(rdb)?;
+    let header = codec::decode_header(header.as_slice()).map_err(|e| e.to_string())?;
+    let mut loader = FilterLoader::new(header).map_err(|e| e.to_string())?;
+    while loader.next_piece_len().is_some() {
+        let piece = load_buffer(rdb)?;
+        loader
+            .push_piece(piece.as_slice())
+            .map_err(|e| e.to_string())?;
+    }
+    loader.finish().map_err(|e| e.to_string())
+}
+
+extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
+    guarded("rdb_load", std::ptr::null_mut(), || {
+        match load_value(rdb, encver) {
+            Ok(filter) => Box::into_raw(Box::new(filter)).cast(),
+            Err(why) => {
+                logging::log_warning(format!("layerbloom: cannot load a Bloom filter: {why}"));
+                std::ptr::null_mut()
+            }
+        }
+    })
+}
+
+extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
+    guarded("rdb_save", (), || {
+        // SAFETY: Redis passes a value of this type.
+        let filter = unsafe { filter(value) };
+        let save = |bytes: &[u8]| {
+            // SAFETY: `rdb` is the handle Redis passed; Redis copies the bytes.
+            unsafe {
+                raw::RedisModule_SaveStringBuffer.expect("core API")(
+                    rdb,
+                    bytes.as_ptr().cast::<c_char>(),
+                    bytes.len(),
+                )
+            }
+        };
+        save(&codec::encode_header(filter));
+        for piece in codec::rdb_pieces(filter) {
+            save(piece);
+        }
+    })
+}
+
+extern "C" fn aof_rewrite(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    value: *mut c_void,
+) {
+    guarded("aof_rewrite", (), || {
+        // SAFETY: Redis passes a value of this type.
+        let filter = unsafe { filter(value) };
+        let emit = |it: i64, bytes: &[u8]| {
+            // SAFETY: the format "slb" takes a RedisModuleString, a long long, and a
+            // (pointer, length) buffer, exactly what is passed.
+            unsafe {
+                raw::RedisModule_EmitAOF.expect("core API")(
+                    aof,
+                    c"BF.LOADCHUNK".as_ptr(),
+                    c"slb".as_ptr(),
+                    key,
+                    it as c_longlong,
+                    bytes.as_ptr().cast::<c_char>(),
+                    bytes.len(),
+                )
+            }
+        };
+        emit(1, &codec::encode_header(filter));
+        let mut it = 1;
+        loop {
+            let (next, data) = codec::dump_chunk(filter, it);
+            if next == 0 {
+                break;
+            }
+            // The header creates zeroed layers: chunks with no bit set need no command.
+            if data.iter().any(|&b| b != 0) {
+                emit(next, data);
+            }
+            it = next;
+        }
+    })
+}
+
+extern "C" fn mem_usage(value: *const c_void) -> usize {
+    // SAFETY: Redis passes a value of this type.
+    guarded("mem_usage", 0, || {
+        unsafe { filter(value.cast_mut()) }.memory_usage() as usize
+    })
+}
+
+extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
+    guarded("digest", (), || {
+        // SAFETY: Redis passes a value of this type.
+        let filter = unsafe { filter(value) };
+        let add = |bytes: &[u8]| {
+            // SAFETY: `md` is the digest Redis passed; the bytes are only read.
+            unsafe {
+                raw::RedisModule_DigestAddStringBuffer.expect("core API")(
+                    md,
+                    bytes.as_ptr().cast::<c_char>(),
+                    bytes.len(),
+                )
+            }
+        };
+        add(&codec::encode_header(filter));
+        for layer in filter.layers() {
+            add(layer.as_bytes());
+        }
+        // SAFETY: as above.
+        unsafe { raw::RedisModule_DigestEndSequence.expect("core API")(md) };
+    })
+}
+
+extern "C" fn free(value: *mut c_void) {
+    if value.is_null() {
+        return;
+    }
+    guarded("free", (), || {
+        // SAFETY: the value is a `Box<ScalableFilter>` this module created; Redis frees it
+        // exactly once.
+        drop(unsafe { Box::from_raw(value.cast::<ScalableFilter>()) });
+    })
+}
+
+extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
+    guarded("free_effort", 0, || {
+        // SAFETY: Redis passes a value of this type.
+        let filter = unsafe { filter(value.cast_mut()) };
+        (filter.layers().len() as u64 + filter.memory_usage() / FREE_EFFORT_BYTES) as usize
+    })
+}
+
+extern "C" fn copy(
+    _from: *mut raw::RedisModuleString,
+    _to: *mut raw::RedisModuleString,
+    value: *const c_void,
+) -> *mut c_void {
+    guarded("copy", std::ptr::null_mut(), || {
+        // SAFETY: Redis passes a value of this type.
+        match unsafe { filter(value.cast_mut()) }.try_clone() {
+            Ok(copy) => Box::into_raw(Box::new(copy)).cast(),
+            Err(e) => {
+                logging::log_warning(format!("layerbloom: COPY failed: {e}"));
+                std::ptr::null_mut()
+            }
+        }
+    })
+}

@@ -1,0 +1,209 @@
+//! Every error text a client can see, in one place. Several of RedisBloom's texts have no
+//! `ERR ` prefix; clients match on them, so they are reproduced exactly.
+
+use layerbloom_filter::codec::CodecError;
+use layerbloom_filter::FilterError;
+
+/// An error reply of a BF command. `Display` is the exact text sent to the client.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BfError {
+    /// Replied through `RedisModule_WrongArity`, which writes Redis's standard text.
+    #[error("ERR wrong number of arguments")]
+    WrongArity,
+    #[error("WRONGTYPE Operation against a key holding the wrong kind of value")]
+    WrongType,
+    #[error("ERR not found")]
+    NotFound,
+    #[error("ERR item exists")]
+    ItemExists,
+    #[error("ERR bad error rate")]
+    BadErrorRate,
+    #[error("ERR error rate must be in the range (0.000000, 1.000000)")]
+    ErrorRateRange,
+    #[error("ERR bad capacity")]
+    BadCapacity,
+    #[error("ERR capacity must be in the range [1, 1073741824]")]
+    CapacityRange,
+    #[error("ERR no expansion")]
+    NoExpansion,
+    #[error("ERR bad expansion")]
+    BadExpansion,
+    #[error("ERR expansion must be in the range [0, 32768]")]
+    ExpansionRange,
+    #[error("Nonscaling filters cannot expand")]
+    NonscalingCannotExpand,
+    /// BF.RESERVE with a word it does not know (RedisBloom ignores these; a typo such as
+    /// `NONSCALNG` would silently create a scaling filter).
+    #[error("ERR Unknown argument received")]
+    ReserveUnknownArgument,
+    #[error("Bad error rate")]
+    InsertBadErrorRate,
+    #[error("Bad capacity")]
+    InsertBadCapacity,
+    #[error("Bad expansion")]
+    InsertBadExpansion,
+    #[error("Unknown argument received")]
+    InsertUnknownArgument,
+    #[error("ERR non scaling filter is full")]
+    Full,
+    #[error(
+        "ERR Insufficient memory to create filter: it would need {needed} bytes, over the \
+         per-filter limit bf-max-filter-memory of {limit} bytes"
+    )]
+    CreateOverLimit { needed: u64, limit: u64 },
+    #[error(
+        "ERR Insufficient memory to grow filter: its next layer would bring it to {needed} \
+         bytes, over the per-filter limit bf-max-filter-memory of {limit} bytes"
+    )]
+    GrowOverLimit { needed: u64, limit: u64 },
+    #[error("ERR could not create filter")]
+    CouldNotCreate,
+    #[error("ERR problem inserting into filter")]
+    InsertProblem,
+    #[error("Invalid information value")]
+    InvalidInfo,
+    #[error("Second argument must be numeric")]
+    ScanDumpNotNumeric,
+    #[error("ERR Second argument must be numeric")]
+    LoadChunkNotNumeric,
+    #[error("ERR received bad data")]
+    BadData,
+    #[error("ERR invalid offset - no link found")]
+    NoLink,
+    #[error("ERR invalid chunk - Too big for current filter")]
+    TooBig,
+    #[error("ERR internal error in layerbloom, see the server log")]
+    Internal,
+}
+
+impl BfError {
+    /// The error of a failed creation.
+    pub fn from_create(e: FilterError) -> Self {
+        match e {
+            FilterError::OverLimit { needed, limit } => BfError::CreateOverLimit { needed, limit },
+            FilterError::Full => BfError::Full,
+            FilterError::OutOfMemory { .. } | FilterError::Sizing(_) => BfError::CouldNotCreate,
+        }
+    }
+
+    /// The error of a failed add.
+    pub fn from_add(e: FilterError) -> Self {
+        match e {
+            FilterError::Full => BfError::Full,
+            FilterError::OverLimit { needed, limit } => BfError::GrowOverLimit { needed, limit },
+            FilterError::OutOfMemory { .. } | FilterError::Sizing(_) => BfError::InsertProblem,
+        }
+    }
+
+    /// The error of a rejected `BF.LOADCHUNK`.
+    pub fn from_codec(e: CodecError) -> Self {
+        match e {
+            CodecError::BadData(_) => BfError::BadData,
+            CodecError::NoLink => BfError::NoLink,
+            CodecError::TooBig => BfError::TooBig,
+            CodecError::Filter(f) => BfError::from_create(f),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Clients match on these texts: a change here breaks them.
+    #[test]
+    fn every_client_visible_text_is_pinned() {
+        let table: &[(BfError, &str)] = &[
+            (
+                BfError::WrongType,
+                "WRONGTYPE Operation against a key holding the wrong kind of value",
+            ),
+            (BfError::NotFound, "ERR not found"),
+            (BfError::ItemExists, "ERR item exists"),
+            (BfError::BadErrorRate, "ERR bad error rate"),
+            (
+                BfError::ErrorRateRange,
+                "ERR error rate must be in the range (0.000000, 1.000000)",
+            ),
+            (BfError::BadCapacity, "ERR bad capacity"),
+            (
+                BfError::CapacityRange,
+                "ERR capacity must be in the range [1, 1073741824]",
+            ),
+            (BfError::NoExpansion, "ERR no expansion"),
+            (BfError::BadExpansion, "ERR bad expansion"),
+            (
+                BfError::ExpansionRange,
+                "ERR expansion must be in the range [0, 32768]",
+            ),
+            (
+                BfError::NonscalingCannotExpand,
+                "Nonscaling filters cannot expand",
+            ),
+            (
+                BfError::ReserveUnknownArgument,
+                "ERR Unknown argument received",
+            ),
+            (BfError::InsertBadErrorRate, "Bad error rate"),
+            (BfError::InsertBadCapacity, "Bad capacity"),
+            (BfError::InsertBadExpansion, "Bad expansion"),
+            (BfError::InsertUnknownArgument, "Unknown argument received"),
+            (BfError::Full, "ERR non scaling filter is full"),
+            (
+                BfError::CreateOverLimit {
+                    needed: 10,
+                    limit: 5,
+                },
+                "ERR Insufficient memory to create filter: it would need 10 bytes, over the \
+                 per-filter limit bf-max-filter-memory of 5 bytes",
+            ),
+            (
+                BfError::GrowOverLimit {
+                    needed: 10,
+                    limit: 5,
+                },
+                "ERR Insufficient memory to grow filter: its next layer would bring it to 10 \
+                 bytes, over the per-filter limit bf-max-filter-memory of 5 bytes",
+            ),
+            (BfError::CouldNotCreate, "ERR could not create filter"),
+            (BfError::InsertProblem, "ERR problem inserting into filter"),
+            (BfError::InvalidInfo, "Invalid information value"),
+            (
+                BfError::ScanDumpNotNumeric,
+                "Second argument must be numeric",
+            ),
+            (
+                BfError::LoadChunkNotNumeric,
+                "ERR Second argument must be numeric",
+            ),
+            (BfError::BadData, "ERR received bad data"),
+            (BfError::NoLink, "ERR invalid offset - no link found"),
+            (
+                BfError::TooBig,
+                "ERR invalid chunk - Too big for current filter",
+            ),
+        ];
+        for (error, text) in table {
+            assert_eq!(&error.to_string(), text);
+        }
+    }
+
+    #[test]
+    fn core_errors_map_to_redisbloom_texts() {
+        assert_eq!(BfError::from_add(FilterError::Full), BfError::Full);
+        assert_eq!(
+            BfError::from_add(FilterError::OutOfMemory { bytes: 1 }),
+            BfError::InsertProblem
+        );
+        assert_eq!(
+            BfError::from_create(FilterError::OutOfMemory { bytes: 1 }),
+            BfError::CouldNotCreate
+        );
+        assert_eq!(BfError::from_codec(CodecError::NoLink), BfError::NoLink);
+        assert_eq!(BfError::from_codec(CodecError::TooBig), BfError::TooBig);
+        assert_eq!(
+            BfError::from_codec(CodecError::BadData("x")),
+            BfError::BadData
+        );
+    }
+}

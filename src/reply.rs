@@ -1,0 +1,87 @@
+//! Replies written through the raw API: the crate's map reply does not keep field order
+//! (BF.INFO's order is part of the protocol), and booleans must become integers for RESP2.
+
+use std::ffi::{c_char, c_long, c_longlong};
+
+use redis_module::{raw, Context, ContextFlags};
+
+use crate::error::BfError;
+
+/// Writes the reply of one command.
+pub struct Reply<'a> {
+    ctx: &'a Context,
+}
+
+impl<'a> Reply<'a> {
+    pub fn new(ctx: &'a Context) -> Self {
+        Reply { ctx }
+    }
+
+    /// Whether the client speaks RESP3.
+    pub fn is_resp3(&self) -> bool {
+        self.ctx.get_flags().contains(ContextFlags::FLAGS_RESP3)
+    }
+
+    pub fn ok(&self) {
+        raw::reply_with_simple_string(self.ctx.get_raw(), c"OK".as_ptr());
+    }
+
+    pub fn int(&self, value: i64) {
+        raw::reply_with_long_long(self.ctx.get_raw(), value as c_longlong);
+    }
+
+    /// A boolean in RESP3; Redis sends `:1` / `:0` to RESP2 clients.
+    pub fn boolean(&self, value: bool) {
+        raw::reply_with_bool(self.ctx.get_raw(), i32::from(value));
+    }
+
+    pub fn null(&self) {
+        raw::reply_with_null(self.ctx.get_raw());
+    }
+
+    pub fn bulk(&self, bytes: &[u8]) {
+        raw::reply_with_string_buffer(
+            self.ctx.get_raw(),
+            bytes.as_ptr().cast::<c_char>(),
+            bytes.len(),
+        );
+    }
+
+    pub fn array(&self, len: usize) {
+        raw::reply_with_array(self.ctx.get_raw(), len as c_long);
+    }
+
+    /// A map of `len` pairs; Redis flattens it into an array for RESP2 clients.
+    pub fn map(&self, len: usize) {
+        raw::reply_with_map(self.ctx.get_raw(), len as c_long);
+    }
+
+    /// An array whose length is set later with `set_array_len`.
+    pub fn postponed_array(&self) {
+        raw::reply_with_array(self.ctx.get_raw(), raw::REDISMODULE_POSTPONED_LEN as c_long);
+    }
+
+    pub fn set_array_len(&self, len: usize) {
+        // SAFETY: called once after `postponed_array` on the same context.
+        unsafe {
+            raw::RedisModule_ReplySetArrayLength.expect("core API")(
+                self.ctx.get_raw(),
+                len as c_long,
+            )
+        };
+    }
+
+    /// An error reply with the error's exact text.
+    pub fn error(&self, error: &BfError) {
+        if *error == BfError::WrongArity {
+            // SAFETY: a valid command context.
+            unsafe { raw::RedisModule_WrongArity.expect("core API")(self.ctx.get_raw()) };
+            return;
+        }
+        let text = std::ffi::CString::new(error.to_string()).expect("error texts have no NUL");
+        // SAFETY: a valid command context; Redis copies the text.
+        unsafe {
+            raw::RedisModule_ReplyWithError.expect("core API")(self.ctx.get_raw(), text.as_ptr())
+        };
+    }
+}
