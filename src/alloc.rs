@@ -7,6 +7,9 @@
 //! filter's 64-byte blocks) over-allocate by the alignment and keep the raw pointer in the
 //! 8 bytes before the aligned one.
 
+// Unit tests run on the system allocator; only `allocated_size` is used there.
+#![cfg_attr(test, allow(dead_code))]
+
 use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::c_void;
 
@@ -69,5 +72,24 @@ unsafe impl GlobalAlloc for ModuleAlloc {
             // SAFETY: `alloc` stored the raw pointer in the 8 bytes before `ptr`.
             free(unsafe { ptr.cast::<*mut u8>().sub(1).read() });
         }
+    }
+}
+
+/// The bytes the allocator really reserved for an allocation made through `ModuleAlloc` with
+/// alignment `align` (its size class, plus the alignment padding of over-aligned ones), or
+/// `None` when Redis's allocator is not available (unit tests).
+///
+/// # Safety
+/// `ptr` must be a live allocation made by `ModuleAlloc` with alignment `align`.
+pub unsafe fn allocated_size(ptr: *const u8, align: usize) -> Option<usize> {
+    // SAFETY: see the function's contract.
+    unsafe {
+        let size = raw::RedisModule_MallocSize?;
+        let raw_ptr = if align <= NATURAL_ALIGN {
+            ptr.cast_mut()
+        } else {
+            ptr.cast::<*mut u8>().sub(1).read()
+        };
+        Some(size(raw_ptr.cast::<c_void>()))
     }
 }

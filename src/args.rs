@@ -10,7 +10,7 @@ use crate::error::BfError;
 pub const MAX_CAPACITY: u64 = 1 << 30;
 /// Largest expansion factor.
 pub const MAX_EXPANSION: u32 = layerbloom_filter::codec::MAX_EXPANSION;
-/// Error rates above this are lowered to it (RedisBloom's behaviour).
+/// Error rates above this are lowered to it when a filter is created (RedisBloom's behaviour).
 pub const MAX_ERROR_RATE: f64 = 0.25;
 
 /// An integer as Redis parses one: optional `-`, digits, no leading zeros, no spaces or `+`,
@@ -45,9 +45,10 @@ pub fn is_word(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())
 }
 
-/// An error rate, checked to lie in (0, 1), then capped at `MAX_ERROR_RATE`.
+/// An error rate, checked to lie in (0, 1). Capping at `MAX_ERROR_RATE` happens when the
+/// filter is created, where it is logged.
 fn error_rate(value: f64) -> Option<f64> {
-    (value > 0.0 && value < 1.0).then_some(value.min(MAX_ERROR_RATE))
+    (value > 0.0 && value < 1.0).then_some(value)
 }
 
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`; `args` are the arguments
@@ -296,7 +297,11 @@ mod tests {
             reserve(&["0.01", "100", "NONSCALING", "EXPANSION", "0"]),
             Ok(spec(100, 0.01, 0))
         );
-        assert_eq!(reserve(&["0.5", "100"]), Ok(spec(100, 0.25, 2)), "capped");
+        assert_eq!(
+            reserve(&["0.5", "100"]),
+            Ok(spec(100, 0.5, 2)),
+            "capped on creation"
+        );
     }
 
     #[test]
@@ -375,7 +380,8 @@ mod tests {
         );
         assert_eq!(
             insert(&["ERROR", "0.9", "ITEMS", "a"]),
-            Ok((spec(100, 0.25, 2), false, 1))
+            Ok((spec(100, 0.9, 2), false, 1)),
+            "capped on creation"
         );
         // Words after ITEMS are items.
         assert_eq!(

@@ -8,7 +8,7 @@ use redis_module::{Context, KeyType, RedisString};
 
 use crate::args::{self, InfoField};
 use crate::config;
-use crate::datatype::BLOOM_TYPE;
+use crate::datatype::{self, BLOOM_TYPE};
 use crate::error::BfError;
 use crate::propagate::{self, Change};
 use crate::reply::Reply;
@@ -50,6 +50,20 @@ fn store_filter(
     write_filter(key)?.ok_or(BfError::Internal)
 }
 
+/// RedisBloom lowers error rates above a quarter; the client is not told, so the log is.
+fn cap_error_rate(ctx: &Context, key: &RedisString, mut spec: FilterSpec) -> FilterSpec {
+    if spec.error > args::MAX_ERROR_RATE {
+        ctx.log_warning(&format!(
+            "layerbloom: filter '{}' asked for error rate {}; it uses {} (the maximum)",
+            key.to_string_lossy(),
+            spec.error,
+            args::MAX_ERROR_RATE
+        ));
+        spec.error = args::MAX_ERROR_RATE;
+    }
+    spec
+}
+
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`
 pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
     check_arity(args, 4, 7)?;
@@ -59,6 +73,7 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
         write_filter(&key)?;
         return Err(BfError::ItemExists);
     }
+    let spec = cap_error_rate(ctx, &args[1], spec);
     let filter =
         ScalableFilter::new(spec, config::max_filter_bytes(ctx)).map_err(BfError::from_create)?;
     store_filter(&key, filter)?;
@@ -115,7 +130,7 @@ fn add_items(
     let (filter, created) = match write_filter(&key)? {
         Some(filter) => (filter, None),
         None => {
-            let spec = create.ok_or(BfError::NotFound)?;
+            let spec = cap_error_rate(ctx, key_name, create.ok_or(BfError::NotFound)?);
             let filter = ScalableFilter::new(spec, limit).map_err(BfError::from_create)?;
             (store_filter(&key, filter)?, Some(spec))
         }
@@ -199,7 +214,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let reply = Reply::new(ctx);
     let value = |field: InfoField| match field {
         InfoField::Capacity => reply.int(filter.capacity() as i64),
-        InfoField::Size => reply.int(filter.memory_usage() as i64),
+        InfoField::Size => reply.int(datatype::allocated_bytes(filter) as i64),
         InfoField::Filters => reply.int(filter.layers().len() as i64),
         InfoField::Items => reply.int(filter.items() as i64),
         InfoField::Expansion => match filter.expansion() {

@@ -276,7 +276,7 @@ pub fn parse_memory(text: &[u8]) -> Option<i64> {
 
 /// Applies load-time arguments: `NAME VALUE` pairs, names case-insensitive.
 pub fn apply_module_args(module_args: &[RedisString]) -> Result<(), String> {
-    if module_args.len() % 2 != 0 {
+    if !module_args.len().is_multiple_of(2) {
         return Err("module arguments come in NAME VALUE pairs".into());
     }
     for pair in module_args.chunks_exact(2) {

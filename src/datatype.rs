@@ -62,6 +62,39 @@ unsafe fn filter<'a>(value: *mut c_void) -> &'a ScalableFilter {
     unsafe { &*value.cast::<ScalableFilter>() }
 }
 
+/// The bytes a filter really occupies in Redis's allocator: its box, its layer table and its
+/// bit arrays, each as the size class the allocator gave it. This is what `MEMORY USAGE` and
+/// `BF.INFO` report. `filter` must be the value stored under a key (a `Box` made by this
+/// module).
+pub fn allocated_bytes(filter: &ScalableFilter) -> u64 {
+    use std::mem::align_of;
+    let layers = filter.layers();
+    // SAFETY: the filter, its non-empty layer table and every layer's non-empty block array
+    // were allocated by the module's allocator with these alignments and are alive while
+    // borrowed.
+    let sizes = unsafe {
+        let mut total = crate::alloc::allocated_size(
+            std::ptr::from_ref(filter).cast(),
+            align_of::<ScalableFilter>(),
+        );
+        total = total.and_then(|t| {
+            Some(
+                t + crate::alloc::allocated_size(
+                    layers.as_ptr().cast(),
+                    align_of::<layerbloom_filter::BlockedLayer>(),
+                )?,
+            )
+        });
+        for layer in layers {
+            total = total.and_then(|t| {
+                Some(t + crate::alloc::allocated_size(layer.as_bytes().as_ptr(), 64)?)
+            });
+        }
+        total
+    };
+    sizes.map_or_else(|| filter.memory_usage(), |t| t as u64)
+}
+
 /// A string buffer returned by `RedisModule_LoadStringBuffer`, freed on drop.
 struct LoadedBuffer {
     ptr: *mut c_char,
@@ -193,7 +226,7 @@ extern "C" fn aof_rewrite(
 extern "C" fn mem_usage(value: *const c_void) -> usize {
     // SAFETY: Redis passes a value of this type.
     guarded("mem_usage", 0, || {
-        unsafe { filter(value.cast_mut()) }.memory_usage() as usize
+        allocated_bytes(unsafe { filter(value.cast_mut()) }) as usize
     })
 }
 

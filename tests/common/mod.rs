@@ -1,0 +1,737 @@
+//! Test harness: a real `redis-server` with the layerbloom module, one per test.
+//!
+//! [`Server::start`] spawns `redis-server --loadmodule <liblayerbloom.so>` on a free loopback
+//! port in a fresh temp dir and kills it (and removes the dir) on drop. With the environment
+//! variable `REDIS_URL` set, it hands out that server instead (a container, a cluster node...):
+//! tests that need to restart the server, read its log, touch its files or change module-wide
+//! settings call [`require_own_server!`] first and are skipped in that mode. Every test names
+//! its keys through [`Keys`], which prefixes them with the test's name and deletes them
+//! afterwards on a shared server. A shared server must allow `DEBUG` and `MODULE`
+//! (`enable-debug-command yes`, `enable-module-command yes`, or `local`): the tests compare
+//! filters with `DEBUG DIGEST-VALUE` and check `MODULE LIST`.
+//!
+//! The module is `$LAYERBLOOM_MODULE` or `target/release/liblayerbloom.so`; build it first
+//! (`cargo build --release`, which `make test` does).
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use redis::{Cmd, ConnectionLike, FromRedisValue, Value};
+
+/// How long a server may take to answer PING after it was spawned.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a server may take to exit after SHUTDOWN or SIGTERM before it gets SIGKILL.
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+/// Spawn attempts (each on a new port) before giving up.
+const START_ATTEMPTS: usize = 5;
+
+static DIR_COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// Builds a command from a name and arguments of any `ToRedisArgs` type:
+/// `cmd!("BF.ADD", &key, b"item\0")`.
+#[macro_export]
+macro_rules! cmd {
+    ($name:expr $(, $arg:expr)* $(,)?) => {{
+        #[allow(unused_mut)]
+        let mut c = redis::cmd($name);
+        $( c.arg($arg); )*
+        c
+    }};
+}
+
+/// Returns early from a test (printing why) when the suite targets a shared `REDIS_URL`
+/// server: for tests that restart the server, read its log, touch its files or change
+/// module-wide settings.
+#[macro_export]
+macro_rules! require_own_server {
+    () => {
+        if !$crate::common::restartable() {
+            eprintln!("skipped: needs its own server");
+            return;
+        }
+    };
+}
+
+/// The external server's URL, when the suite runs against one.
+pub fn external_url() -> Option<String> {
+    std::env::var("REDIS_URL").ok().filter(|u| !u.is_empty())
+}
+
+/// Whether tests get servers of their own (false in `REDIS_URL` mode).
+pub fn restartable() -> bool {
+    external_url().is_none()
+}
+
+/// Absolute path of the module library.
+pub fn module_path() -> PathBuf {
+    let path = match std::env::var_os("LAYERBLOOM_MODULE") {
+        Some(p) => PathBuf::from(p),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/liblayerbloom.so"),
+    };
+    if !path.is_file() {
+        panic!(
+            "module not found at {}: run `cargo build --release` first (make test does)",
+            path.display()
+        );
+    }
+    fs::canonicalize(&path).unwrap_or(path)
+}
+
+/// How [`Server::restart`] stops the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// `SHUTDOWN SAVE`: write the RDB file first.
+    Save,
+    /// `SHUTDOWN NOSAVE`: no RDB file (an AOF is still flushed).
+    NoSave,
+    /// SIGKILL: no chance to write anything.
+    Kill,
+}
+
+/// Options for a spawned server.
+#[derive(Debug, Clone, Default)]
+pub struct Builder {
+    config: Vec<(String, String)>,
+    module_args: Vec<String>,
+    save: Option<String>,
+}
+
+impl Builder {
+    /// A server config directive, e.g. `("appendonly", "yes")` or
+    /// `("replicaof", "127.0.0.1 6379")` (the value is split on whitespace).
+    pub fn config(mut self, name: &str, value: &str) -> Self {
+        self.config.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    /// Arguments after the module path on the `--loadmodule` line.
+    pub fn module_args(mut self, args: &[&str]) -> Self {
+        self.module_args.extend(args.iter().map(|a| a.to_string()));
+        self
+    }
+
+    /// The `save` directive (default `""`, no automatic snapshots).
+    pub fn save(mut self, value: &str) -> Self {
+        self.save = Some(value.to_string());
+        self
+    }
+
+    /// Spawns the server. In `REDIS_URL` mode a builder with no options returns the external
+    /// server; one with options panics (the test should have called `require_own_server!()`).
+    pub fn start(self) -> Server {
+        if let Some(url) = external_url() {
+            assert!(
+                self.config.is_empty() && self.module_args.is_empty() && self.save.is_none(),
+                "this test configures its server: call require_own_server!() first"
+            );
+            return Server {
+                url,
+                port: 0,
+                child: None,
+                dir: None,
+                builder: self,
+            };
+        }
+        let dir = fresh_dir();
+        let mut last_failure = String::new();
+        for _ in 0..START_ATTEMPTS {
+            let port = free_port();
+            match spawn(&self, &dir, port) {
+                Ok(child) => {
+                    return Server {
+                        url: format!("redis://127.0.0.1:{port}/"),
+                        port,
+                        child: Some(child),
+                        dir: Some(dir),
+                        builder: self,
+                    }
+                }
+                Err(failure) => last_failure = failure,
+            }
+        }
+        panic!(
+            "redis-server did not start (dir kept: {}):\n{last_failure}",
+            dir.display()
+        );
+    }
+}
+
+/// A running redis-server with the module loaded.
+pub struct Server {
+    url: String,
+    port: u16,
+    child: Option<Child>,
+    dir: Option<PathBuf>,
+    builder: Builder,
+}
+
+impl Server {
+    /// A server with default options (or the `REDIS_URL` one).
+    pub fn start() -> Server {
+        Builder::default().start()
+    }
+
+    /// Options for a server of the test's own.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// Whether this handle is the shared `REDIS_URL` server.
+    pub fn is_external(&self) -> bool {
+        self.child.is_none()
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The server's working directory (own servers only).
+    pub fn dir(&self) -> &Path {
+        self.dir
+            .as_deref()
+            .expect("dir() of an external server: call require_own_server!() first")
+    }
+
+    /// The server log so far (own servers only).
+    pub fn log(&self) -> String {
+        fs::read_to_string(self.dir().join("redis.log")).unwrap_or_default()
+    }
+
+    /// A RESP2 connection.
+    pub fn conn(&self) -> redis::Connection {
+        open(&self.url)
+    }
+
+    /// A RESP3 connection (the client sends `HELLO 3`).
+    pub fn conn_resp3(&self) -> redis::Connection {
+        let sep = if self.url.contains('?') { '&' } else { '?' };
+        let url = format!("{}{sep}protocol=resp3", self.url);
+        open(&url)
+    }
+
+    /// A key-name space for one test: see [`Keys`].
+    pub fn keys(&self, test: &str) -> Keys {
+        Keys {
+            prefix: test.to_string(),
+            url: self.is_external().then(|| self.url.clone()),
+        }
+    }
+
+    /// Stops the server as asked and starts it again with the same options, dir and port.
+    pub fn restart(&mut self, how: Stop) {
+        let port = self.port;
+        let dir = self.dir().to_path_buf();
+        let mut child = self.child.take().expect("restart() of an external server");
+        match how {
+            Stop::Save | Stop::NoSave => {
+                let word = if how == Stop::Save { "SAVE" } else { "NOSAVE" };
+                let mut con = self.conn();
+                // A successful SHUTDOWN closes the connection: the reply is an I/O error.
+                if let Ok(Value::ServerError(e)) = con.req_command(&cmd!("SHUTDOWN", word)) {
+                    panic!("SHUTDOWN {word} refused: {}", server_error_text(&e));
+                }
+                wait_exit(&mut child, STOP_TIMEOUT);
+            }
+            Stop::Kill => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            match spawn(&self.builder, &dir, port) {
+                Ok(child) => {
+                    self.child = Some(child);
+                    return;
+                }
+                Err(failure) if Instant::now() > deadline => {
+                    panic!("redis-server did not restart on port {port}:\n{failure}")
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            signal(&child, SIGTERM);
+            wait_exit(&mut child, STOP_TIMEOUT);
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+        if let Some(dir) = &self.dir {
+            if std::thread::panicking() {
+                eprintln!("server dir kept for inspection: {}", dir.display());
+            } else {
+                let _ = fs::remove_dir_all(dir);
+            }
+        }
+    }
+}
+
+/// Names keys for one test (`<test>:<name>`) and, on a shared server, deletes them on drop.
+pub struct Keys {
+    prefix: String,
+    url: Option<String>,
+}
+
+impl Keys {
+    /// The key `<test>:<name>`.
+    pub fn k(&self, name: &str) -> String {
+        format!("{}:{}", self.prefix, name)
+    }
+}
+
+impl Drop for Keys {
+    fn drop(&mut self) {
+        let Some(url) = &self.url else { return };
+        let Ok(client) = redis::Client::open(url.as_str()) else {
+            return;
+        };
+        let Ok(mut con) = client.get_connection() else {
+            return;
+        };
+        let mut cursor: u64 = 0;
+        loop {
+            let page: redis::RedisResult<(u64, Vec<Vec<u8>>)> = cmd!(
+                "SCAN",
+                cursor,
+                "MATCH",
+                format!("{}:*", self.prefix),
+                "COUNT",
+                1000
+            )
+            .query(&mut con);
+            let Ok((next, keys)) = page else { return };
+            if !keys.is_empty() {
+                let _ = cmd!("UNLINK", keys).query::<i64>(&mut con);
+            }
+            if next == 0 {
+                return;
+            }
+            cursor = next;
+        }
+    }
+}
+
+fn open(url: &str) -> redis::Connection {
+    let client = redis::Client::open(url).unwrap_or_else(|e| panic!("bad URL {url}: {e}"));
+    client
+        .get_connection()
+        .unwrap_or_else(|e| panic!("cannot connect to {url}: {e}"))
+}
+
+fn fresh_dir() -> PathBuf {
+    loop {
+        let n = DIR_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("layerbloom-test-{}-{n}", std::process::id()));
+        match fs::create_dir(&dir) {
+            Ok(()) => return dir,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => panic!("cannot create {}: {e}", dir.display()),
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("no free port");
+    listener.local_addr().unwrap().port()
+}
+
+fn args(builder: &Builder, dir: &Path, port: u16) -> Vec<String> {
+    let mut args: Vec<String> = vec!["--loadmodule".into(), module_path().display().to_string()];
+    args.extend(builder.module_args.iter().cloned());
+    let mut push = |name: &str, value: &str| {
+        args.push(format!("--{name}"));
+        if value.is_empty() {
+            args.push(String::new());
+        } else {
+            args.extend(value.split_whitespace().map(str::to_string));
+        }
+    };
+    let dir_s = dir.display().to_string();
+    let log = dir.join("redis.log").display().to_string();
+    let port_s = port.to_string();
+    for (name, value) in [
+        ("port", port_s.as_str()),
+        ("bind", "127.0.0.1"),
+        ("dir", dir_s.as_str()),
+        ("save", builder.save.as_deref().unwrap_or("")),
+        ("enable-debug-command", "yes"),
+        ("enable-module-command", "yes"),
+        ("appendonly", "no"),
+        ("daemonize", "no"),
+        ("logfile", log.as_str()),
+    ] {
+        push(name, value);
+    }
+    // Later directives win: the test's own come last.
+    for (name, value) in &builder.config {
+        push(name, value);
+    }
+    args
+}
+
+/// Spawns one server and waits until it answers PING; `Err` (with the log tail) if it exits
+/// or does not answer in time.
+fn spawn(builder: &Builder, dir: &Path, port: u16) -> Result<Child, String> {
+    let stderr_path = dir.join("stderr.log");
+    let stderr = fs::File::create(&stderr_path).expect("cannot create stderr.log");
+    let mut child = Command::new("redis-server")
+        .args(args(builder, dir, port))
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run redis-server: {e}"));
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!(
+                "redis-server exited ({status}) on port {port}\n{}",
+                tails(dir)
+            ));
+        }
+        if answers_ping(port, child.id()) {
+            return Ok(child);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "redis-server did not answer PING within {START_TIMEOUT:?} on port {port}\n{}",
+                tails(dir)
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Whether the server on `port` answers PING and is the process we spawned (another test's
+/// server could have taken the port first).
+fn answers_ping(port: u16, pid: u32) -> bool {
+    if TcpStream::connect(("127.0.0.1", port)).is_err() {
+        return false;
+    }
+    let Ok(client) = redis::Client::open(format!("redis://127.0.0.1:{port}/")) else {
+        return false;
+    };
+    let Ok(mut con) = client.get_connection_with_timeout(Duration::from_secs(1)) else {
+        return false;
+    };
+    if !matches!(con.req_command(&cmd!("PING")), Ok(Value::SimpleString(ref s)) if s == "PONG") {
+        return false;
+    }
+    con.info_map("server").get("process_id") == Some(&pid.to_string())
+}
+
+fn tails(dir: &Path) -> String {
+    let mut out = String::new();
+    for name in ["stderr.log", "redis.log"] {
+        let mut text = String::new();
+        if let Ok(mut f) = fs::File::open(dir.join(name)) {
+            let _ = f.read_to_string(&mut text);
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(30)..];
+        out.push_str(&format!(
+            "--- {name} (last lines) ---\n{}\n",
+            tail.join("\n")
+        ));
+    }
+    out
+}
+
+const SIGTERM: i32 = 15;
+
+extern "C" {
+    fn kill(pid: i32, sig: i32) -> i32;
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill(2) takes two integers and touches no memory of ours; the pid is our own
+    // child, not yet reaped (we hold its `Child`), so it cannot name another process.
+    unsafe {
+        kill(child.id() as i32, sig);
+    }
+}
+
+fn wait_exit(child: &mut Child, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Polls `done` until it holds, panicking with `what` after `timeout`. A bound on waiting,
+/// not an assertion on speed.
+pub fn wait_until(timeout: Duration, what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !done() {
+        if Instant::now() > deadline {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The full text of a server error as the server sent it (`ERR not found`, `Bad capacity`).
+/// The client splits the line at the first space into a code and details: join them back.
+pub fn server_error_text(e: &redis::ServerError) -> String {
+    match e.details() {
+        Some(d) => format!("{} {d}", e.code()),
+        None => e.code().to_string(),
+    }
+}
+
+/// The error text of a reply value, if it is an error.
+pub fn error_of(v: &Value) -> Option<String> {
+    match v {
+        Value::ServerError(e) => Some(server_error_text(e)),
+        _ => None,
+    }
+}
+
+/// The text of a string-like reply (simple, bulk or verbatim string).
+pub fn text_of(v: &Value) -> Option<String> {
+    match v {
+        Value::SimpleString(s) => Some(s.clone()),
+        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        Value::VerbatimString { text, .. } => Some(text.clone()),
+        Value::Okay => Some("OK".into()),
+        _ => None,
+    }
+}
+
+/// Commands on a connection that panic with the command in the message instead of returning
+/// `Result`s, and return raw replies (errors included) where a test checks them exactly.
+pub trait Exec {
+    /// The reply exactly as received, nested errors included. Panics on I/O errors only.
+    fn raw(&mut self, cmd: &Cmd) -> Value;
+    /// The full text of the error the command must fail with.
+    fn err_text(&mut self, cmd: &Cmd) -> String;
+    /// The reply converted to `T`; panics if it is an error.
+    fn q<T: FromRedisValue>(&mut self, cmd: &Cmd) -> T;
+    /// Asserts the reply is `OK`.
+    fn ok(&mut self, cmd: &Cmd);
+    /// `INFO <section>` as a field map.
+    fn info_map(&mut self, section: &str) -> HashMap<String, String>;
+}
+
+impl Exec for redis::Connection {
+    fn raw(&mut self, cmd: &Cmd) -> Value {
+        self.req_command(cmd)
+            .unwrap_or_else(|e| panic!("{} failed on the wire: {e}", show(cmd)))
+    }
+
+    fn err_text(&mut self, cmd: &Cmd) -> String {
+        let v = self.raw(cmd);
+        error_of(&v).unwrap_or_else(|| panic!("{} should fail, got {v:?}", show(cmd)))
+    }
+
+    fn q<T: FromRedisValue>(&mut self, cmd: &Cmd) -> T {
+        let v = self.raw(cmd);
+        if let Some(e) = error_of(&v) {
+            panic!("{} failed: {e}", show(cmd));
+        }
+        if let Value::Array(items) = &v {
+            if let Some(e) = items.iter().find_map(error_of) {
+                panic!("{} failed inside its reply: {e} (reply {v:?})", show(cmd));
+            }
+        }
+        redis::from_redis_value(v.clone())
+            .unwrap_or_else(|e| panic!("{} replied {v:?}, not convertible: {e}", show(cmd)))
+    }
+
+    fn ok(&mut self, cmd: &Cmd) {
+        let v = self.raw(cmd);
+        assert!(
+            matches!(&v, Value::Okay) || matches!(&v, Value::SimpleString(s) if s == "OK"),
+            "{} should reply OK, got {v:?}",
+            show(cmd)
+        );
+    }
+
+    fn info_map(&mut self, section: &str) -> HashMap<String, String> {
+        let v = self.raw(&cmd!("INFO", section));
+        let text = text_of(&v).unwrap_or_else(|| panic!("INFO {section} replied {v:?}"));
+        text.lines()
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+            .collect()
+    }
+}
+
+/// A command for messages: its arguments, long binary ones shortened.
+pub fn show(cmd: &Cmd) -> String {
+    cmd.args_iter()
+        .map(|a| match a {
+            redis::Arg::Simple(b) if b.len() > 64 => format!("<{} bytes>", b.len()),
+            redis::Arg::Simple(b) => String::from_utf8_lossy(b).into_owned(),
+            redis::Arg::Cursor => "<cursor>".into(),
+            _ => "<arg>".into(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The five fields of `BF.INFO key`, looked up by name (the exact reply shape has its own
+/// tests; this parser only needs the values).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BfInfo {
+    pub capacity: i64,
+    pub size: i64,
+    pub filters: i64,
+    pub items: i64,
+    /// `None` for a non-scaling filter.
+    pub expansion: Option<i64>,
+}
+
+/// `BF.INFO key` over a RESP2 connection.
+pub fn bf_info(con: &mut redis::Connection, key: &str) -> BfInfo {
+    let v = con.raw(&cmd!("BF.INFO", key));
+    let pairs: Vec<(String, Value)> = match &v {
+        Value::Array(items) if items.len() % 2 == 0 => items
+            .chunks(2)
+            .map(|p| (text_of(&p[0]).unwrap_or_default(), p[1].clone()))
+            .collect(),
+        Value::Map(pairs) => pairs
+            .iter()
+            .map(|(k, v)| (text_of(k).unwrap_or_default(), v.clone()))
+            .collect(),
+        _ => panic!("BF.INFO {key} replied {v:?}"),
+    };
+    let field = |name: &str| -> Value {
+        pairs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("BF.INFO {key} has no {name:?}: {v:?}"))
+    };
+    let int = |name: &str| -> i64 {
+        match field(name) {
+            Value::Int(n) => n,
+            other => panic!("BF.INFO {key} field {name:?} is {other:?}, not an integer"),
+        }
+    };
+    BfInfo {
+        capacity: int("Capacity"),
+        size: int("Size"),
+        filters: int("Number of filters"),
+        items: int("Number of items inserted"),
+        expansion: match field("Expansion rate") {
+            Value::Nil => None,
+            Value::Int(n) => Some(n),
+            other => panic!("BF.INFO {key} expansion is {other:?}"),
+        },
+    }
+}
+
+/// `DEBUG DIGEST-VALUE key` (hex).
+pub fn digest(con: &mut redis::Connection, key: &str) -> String {
+    let v: Vec<String> = con.q(&cmd!("DEBUG", "DIGEST-VALUE", key));
+    v.into_iter()
+        .next()
+        .expect("DEBUG DIGEST-VALUE replied nothing")
+}
+
+/// `BF.MEXISTS` over many items, in batches; one bool per item.
+pub fn mexists(con: &mut redis::Connection, key: &str, items: &[Vec<u8>]) -> Vec<bool> {
+    let mut out = Vec::with_capacity(items.len());
+    for batch in items.chunks(1000) {
+        let mut c = cmd!("BF.MEXISTS", key);
+        for item in batch {
+            c.arg(item.as_slice());
+        }
+        let r: Vec<i64> = con.q(&c);
+        assert_eq!(r.len(), batch.len(), "BF.MEXISTS reply length");
+        out.extend(r.into_iter().map(|x| x == 1));
+    }
+    out
+}
+
+/// `BF.MADD` over many items, in batches; the replies (1/0) per item. Panics on any error.
+pub fn madd(con: &mut redis::Connection, key: &str, items: &[Vec<u8>]) -> Vec<i64> {
+    let mut out = Vec::with_capacity(items.len());
+    for batch in items.chunks(1000) {
+        let mut c = cmd!("BF.MADD", key);
+        for item in batch {
+            c.arg(item.as_slice());
+        }
+        let r: Vec<i64> = con.q(&c);
+        assert_eq!(r.len(), batch.len(), "BF.MADD reply length");
+        out.extend(r);
+    }
+    out
+}
+
+/// `n` distinct items `<prefix>-<i>`.
+pub fn items(prefix: &str, n: usize) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| format!("{prefix}-{i}").into_bytes())
+        .collect()
+}
+
+/// Every `(iterator, data)` pair of a `BF.SCANDUMP` walk, the final `[0, ""]` excluded.
+/// Checks the walk's shape: the first reply is `[1, header]`, the last `[0, ""]`.
+pub fn scandump(con: &mut redis::Connection, key: &str) -> Vec<(i64, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut it: i64 = 0;
+    for _ in 0..100_000 {
+        let v = con.raw(&cmd!("BF.SCANDUMP", key, it));
+        let (next, data) = match &v {
+            Value::Array(p) if p.len() == 2 => match (&p[0], &p[1]) {
+                (Value::Int(n), Value::BulkString(d)) => (*n, d.clone()),
+                _ => panic!("BF.SCANDUMP {key} {it} replied {v:?}"),
+            },
+            _ => panic!("BF.SCANDUMP {key} {it} replied {v:?}"),
+        };
+        if it == 0 {
+            assert_eq!(next, 1, "BF.SCANDUMP {key} 0 must return iterator 1");
+            assert!(
+                !data.is_empty(),
+                "BF.SCANDUMP {key} 0 returned an empty header"
+            );
+        }
+        if next == 0 {
+            assert!(
+                data.is_empty(),
+                "the final SCANDUMP reply must be [0, \"\"]"
+            );
+            return out;
+        }
+        out.push((next, data));
+        it = next;
+    }
+    panic!("BF.SCANDUMP {key} never returned iterator 0");
+}
+
+/// Replays a SCANDUMP walk with `BF.LOADCHUNK` into `key`.
+pub fn loadchunks(con: &mut redis::Connection, key: &str, chunks: &[(i64, Vec<u8>)]) {
+    for (it, data) in chunks {
+        con.ok(&cmd!("BF.LOADCHUNK", key, *it, data.as_slice()));
+    }
+}
+
+/// Whether `key` exists (Redis `EXISTS`).
+pub fn key_exists(con: &mut redis::Connection, key: &str) -> bool {
+    con.q::<i64>(&cmd!("EXISTS", key)) == 1
+}
