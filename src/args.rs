@@ -2,7 +2,7 @@
 //! Redis. Numbers follow Redis's own rules (`RedisModule_StringToLongLong` /
 //! `StringToDouble`), so a value RedisBloom accepts is accepted here and vice versa.
 
-use layerbloom_filter::FilterSpec;
+use layerbloom_filter::{FilterSpec, Layout};
 
 use crate::error::BfError;
 
@@ -53,6 +53,7 @@ fn error_rate(value: f64) -> Option<f64> {
 
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`; `args` are the arguments
 /// after the key. `default_expansion` applies when EXPANSION is not given (0: non-scaling).
+/// The layout is left at its default for the caller to set.
 pub fn parse_reserve(args: &[&[u8]], default_expansion: u32) -> Result<FilterSpec, BfError> {
     let (rate, rest) = args.split_first().ok_or(BfError::WrongArity)?;
     let (capacity, options) = rest.split_first().ok_or(BfError::WrongArity)?;
@@ -63,14 +64,14 @@ pub fn parse_reserve(args: &[&[u8]], default_expansion: u32) -> Result<FilterSpe
         return Err(BfError::CapacityRange);
     }
 
-    let mut nonscaling = false;
+    let mut nonscaling_word = false;
     let mut expansion: Option<&[u8]> = None;
     let mut unknown = false;
     let mut i = 0;
     while i < options.len() {
         let word = options[i];
         if is_word(word, "NONSCALING") {
-            nonscaling = true;
+            nonscaling_word = true;
         } else if is_word(word, "EXPANSION") {
             let value = options.get(i + 1).ok_or(BfError::NoExpansion)?;
             expansion.get_or_insert(value);
@@ -80,18 +81,17 @@ pub fn parse_reserve(args: &[&[u8]], default_expansion: u32) -> Result<FilterSpe
         }
         i += 1;
     }
-    let expansion = match expansion {
-        None if nonscaling => 0,
-        None => default_expansion,
+    let (expansion, nonscaling) = match expansion {
+        None => (default_expansion, nonscaling_word || default_expansion == 0),
         Some(value) => {
             let n = parse_i64(value).ok_or(BfError::BadExpansion)?;
-            if n != 0 && nonscaling {
+            if n != 0 && nonscaling_word {
                 return Err(BfError::NonscalingCannotExpand);
             }
             if !(0..=i64::from(MAX_EXPANSION)).contains(&n) {
                 return Err(BfError::ExpansionRange);
             }
-            n as u32
+            (n as u32, n == 0 || nonscaling_word)
         }
     };
     if unknown {
@@ -101,6 +101,8 @@ pub fn parse_reserve(args: &[&[u8]], default_expansion: u32) -> Result<FilterSpe
         capacity: capacity as u64,
         error,
         expansion,
+        nonscaling,
+        layout: Layout::Blocked,
     })
 }
 
@@ -133,9 +135,7 @@ pub fn parse_insert<'a>(
             if items.is_empty() {
                 return Err(BfError::WrongArity);
             }
-            if nonscaling {
-                spec.expansion = 0;
-            }
+            spec.nonscaling |= nonscaling;
             return Ok(InsertArgs {
                 spec,
                 nocreate,
@@ -158,6 +158,7 @@ pub fn parse_insert<'a>(
                 return Err(BfError::InsertBadExpansion);
             }
             spec.expansion = n as u32;
+            spec.nonscaling = n == 0;
             i += 2;
         } else if is_word(word, "NOCREATE") {
             nocreate = true;
@@ -226,6 +227,8 @@ mod tests {
         capacity: 100,
         error: 0.01,
         expansion: 2,
+        nonscaling: false,
+        layout: Layout::Blocked,
     };
 
     fn reserve(args: &[&str]) -> Result<FilterSpec, BfError> {
@@ -239,10 +242,14 @@ mod tests {
     }
 
     fn spec(capacity: u64, error: f64, expansion: u32) -> FilterSpec {
+        FilterSpec::new(capacity, error, expansion)
+    }
+
+    /// A non-scaling spec that keeps `growth` (RedisBloom records it all the same).
+    fn fixed(capacity: u64, error: f64, growth: u32) -> FilterSpec {
         FilterSpec {
-            capacity,
-            error,
-            expansion,
+            nonscaling: true,
+            ..FilterSpec::new(capacity, error, growth)
         }
     }
 
@@ -287,7 +294,7 @@ mod tests {
         );
         assert_eq!(
             reserve(&["0.01", "100", "NonScaling"]),
-            Ok(spec(100, 0.01, 0))
+            Ok(fixed(100, 0.01, 2))
         );
         assert_eq!(
             reserve(&["0.01", "100", "EXPANSION", "0"]),
@@ -301,6 +308,23 @@ mod tests {
             reserve(&["0.5", "100"]),
             Ok(spec(100, 0.5, 2)),
             "capped on creation"
+        );
+    }
+
+    #[test]
+    fn reserve_follows_a_nonscaling_module_default_unless_told_otherwise() {
+        let parse = |args: &[&str]| {
+            let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+            parse_reserve(&bytes, 0)
+        };
+        assert_eq!(parse(&["0.01", "100"]), Ok(spec(100, 0.01, 0)));
+        assert_eq!(
+            parse(&["0.01", "100", "EXPANSION", "3"]),
+            Ok(spec(100, 0.01, 3))
+        );
+        assert_eq!(
+            parse(&["0.01", "100", "NONSCALING"]),
+            Ok(spec(100, 0.01, 0))
         );
     }
 
@@ -367,11 +391,11 @@ mod tests {
         );
         assert_eq!(
             insert(&["NONSCALING", "ITEMS", "a"]),
-            Ok((spec(100, 0.01, 0), false, 1))
+            Ok((fixed(100, 0.01, 2), false, 1))
         );
         assert_eq!(
             insert(&["NONSCALING", "EXPANSION", "4", "ITEMS", "a"]),
-            Ok((spec(100, 0.01, 0), false, 1)),
+            Ok((fixed(100, 0.01, 4), false, 1)),
             "NONSCALING wins"
         );
         assert_eq!(

@@ -1,8 +1,9 @@
 //! The BF.* command handlers: check the arguments, open the key, call the core, reply.
 //! Every argument is validated before the key is touched, so a bad command changes nothing.
 
+use layerbloom_filter::classic::format_g;
 use layerbloom_filter::codec;
-use layerbloom_filter::{FilterSpec, ItemHash, ScalableFilter};
+use layerbloom_filter::{FilterSpec, Layers, ScalableFilter};
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{Context, KeyType, RedisString};
 
@@ -73,11 +74,15 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
         write_filter(&key)?;
         return Err(BfError::ItemExists);
     }
-    let spec = cap_error_rate(ctx, &args[1], spec);
+    let spec = FilterSpec {
+        layout: config::layout(),
+        ..cap_error_rate(ctx, &args[1], spec)
+    };
     let filter =
         ScalableFilter::new(spec, config::max_filter_bytes(ctx)).map_err(BfError::from_create)?;
+    let header = codec::encode_header(&filter);
     store_filter(&key, filter)?;
-    propagate::after_write(ctx, &args[1], Change::Reserved(spec));
+    propagate::after_write(ctx, &args[1], Change::Reserved(&header));
     Reply::new(ctx).ok();
     Ok(())
 }
@@ -132,7 +137,8 @@ fn add_items(
         None => {
             let spec = cap_error_rate(ctx, key_name, create.ok_or(BfError::NotFound)?);
             let filter = ScalableFilter::new(spec, limit).map_err(BfError::from_create)?;
-            (store_filter(&key, filter)?, Some(spec))
+            let header = codec::encode_header(&filter);
+            (store_filter(&key, filter)?, Some(header))
         }
     };
     let reply = Reply::new(ctx);
@@ -144,7 +150,7 @@ fn add_items(
     let mut replied = 0;
     for &item in items {
         replied += 1;
-        match filter.add(&ItemHash::of(item), limit) {
+        match filter.add(item, limit) {
             Ok(true) => {
                 added.push(item);
                 reply.boolean(true);
@@ -163,7 +169,7 @@ fn add_items(
         ctx,
         key_name,
         Change::Added {
-            created,
+            created: created.as_deref(),
             items: &added,
         },
     );
@@ -191,7 +197,7 @@ fn check_items(ctx: &Context, args: &[RedisString], multi: bool) -> CommandResul
         reply.array(items.len());
     }
     for item in items {
-        let found = filter.is_some_and(|f| f.contains(&ItemHash::of(item.as_slice())));
+        let found = filter.is_some_and(|f| f.contains(item.as_slice()));
         reply.boolean(found);
     }
     Ok(())
@@ -214,8 +220,8 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let reply = Reply::new(ctx);
     let value = |field: InfoField| match field {
         InfoField::Capacity => reply.int(filter.capacity() as i64),
-        InfoField::Size => reply.int(datatype::allocated_bytes(filter) as i64),
-        InfoField::Filters => reply.int(filter.layers().len() as i64),
+        InfoField::Size => reply.int(reported_size(filter) as i64),
+        InfoField::Filters => reply.int(filter.layer_count() as i64),
         InfoField::Items => reply.int(filter.items() as i64),
         InfoField::Expansion => match filter.expansion() {
             Some(e) => reply.int(i64::from(e)),
@@ -240,6 +246,52 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
             }
             value(field);
         }
+    }
+    Ok(())
+}
+
+/// The `Size` of BF.INFO: the memory the filter really takes, or, in classic mode, for a
+/// classic filter, RedisBloom's own figure (32 + 64 per layer + the bit arrays) so that tools
+/// comparing the two see the same numbers.
+fn reported_size(filter: &ScalableFilter) -> u64 {
+    if config::classic_mode() && filter.is_classic() {
+        let bits: u64 = filter.layer_summaries().iter().map(|l| l.bytes).sum();
+        32 + 64 * filter.layer_count() as u64 + bits
+    } else {
+        datatype::allocated_bytes(filter)
+    }
+}
+
+/// `BF.DEBUG key`: RedisBloom's format for classic filters; for blocked ones the same shape
+/// with the blocked layout's facts (blocks, blocks per item, bits set per block).
+pub fn debug(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    check_arity(args, 2, 2)?;
+    let key = ctx.open_key(&args[1]);
+    let filter = read_filter(&key)?.ok_or(BfError::NotFound)?;
+    let mut lines = vec![format!("size:{}", filter.items())];
+    match filter.layers() {
+        Layers::Classic { layers, .. } => {
+            let width = filter.classic_hash_width().unwrap_or(64);
+            lines.extend(layers.iter().map(|l| l.debug_line(width)));
+        }
+        Layers::Blocked(layers) => lines.extend(layers.iter().map(|l| {
+            let m = l.meta();
+            format!(
+                "bytes:{} blocks:{} blocksperitem:{} bitsperblock:{} capacity:{} size:{} ratio:{}",
+                m.geometry.bytes(),
+                m.geometry.blocks,
+                m.geometry.blocks_per_item,
+                m.geometry.hashes_per_block,
+                m.capacity,
+                m.items,
+                format_g(m.error)
+            )
+        })),
+    }
+    let reply = Reply::new(ctx);
+    reply.array(lines.len());
+    for line in &lines {
+        reply.bulk(line.as_bytes());
     }
     Ok(())
 }

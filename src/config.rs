@@ -3,7 +3,8 @@
 //! Registered through the module config API, so they are set in redis.conf or with
 //! `CONFIG SET bf.<name>` and read with `CONFIG GET` (on Redis 7 every module setting carries
 //! the module's name as prefix). RedisBloom's names are kept: `bf-error-rate`,
-//! `bf-initial-size`, `bf-expansion-factor`; `bf-max-filter-memory` is layerbloom's.
+//! `bf-initial-size`, `bf-expansion-factor`; `bf-max-filter-memory` and `bf-layout` are
+//! layerbloom's.
 //! Load-time arguments (`--loadmodule liblayerbloom.so ERROR_RATE 0.001 INITIAL_SIZE 1000`)
 //! accept RedisBloom's legacy names and these names.
 //!
@@ -13,7 +14,9 @@
 use std::ffi::{c_char, c_int, c_longlong, c_void, CString};
 use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, Ordering};
 
-use layerbloom_filter::FilterSpec;
+use std::sync::atomic::AtomicI32;
+
+use layerbloom_filter::{FilterSpec, Layout};
 use redis_module::{raw, Context, ContextFlags, RedisString};
 
 use crate::args::{self, MAX_CAPACITY, MAX_ERROR_RATE, MAX_EXPANSION};
@@ -34,16 +37,49 @@ static ERROR_RATE: AtomicU64 = AtomicU64::new(DEFAULT_ERROR_RATE.to_bits());
 static INITIAL_SIZE: AtomicI64 = AtomicI64::new(DEFAULT_INITIAL_SIZE);
 static EXPANSION: AtomicI64 = AtomicI64::new(DEFAULT_EXPANSION);
 static MAX_FILTER_MEMORY: AtomicI64 = AtomicI64::new(DEFAULT_MAX_FILTER_MEMORY);
+/// Layout of new filters: 0 blocked, 1 classic (RedisBloom's layers).
+static LAYOUT: AtomicI32 = AtomicI32::new(0);
 /// The error rate as last set, returned by `CONFIG GET`; owned by the module.
 static ERROR_RATE_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
 
 /// The parameters of a filter created without explicit ones.
 pub fn default_spec() -> FilterSpec {
+    let expansion = EXPANSION.load(Ordering::Relaxed) as u32;
     FilterSpec {
         capacity: INITIAL_SIZE.load(Ordering::Relaxed) as u64,
         error: f64::from_bits(ERROR_RATE.load(Ordering::Relaxed)).min(MAX_ERROR_RATE),
-        expansion: EXPANSION.load(Ordering::Relaxed) as u32,
+        expansion,
+        nonscaling: expansion == 0,
+        layout: layout(),
     }
+}
+
+/// The layout of new filters.
+pub fn layout() -> Layout {
+    if LAYOUT.load(Ordering::Relaxed) == 1 {
+        Layout::Classic
+    } else {
+        Layout::Blocked
+    }
+}
+
+/// Whether new filters are RedisBloom's classic ones, reporting RedisBloom's figures.
+pub fn classic_mode() -> bool {
+    layout() == Layout::Classic
+}
+
+extern "C" fn get_layout(_name: *const c_char, _privdata: *mut c_void) -> c_int {
+    LAYOUT.load(Ordering::Relaxed)
+}
+
+extern "C" fn set_layout(
+    _name: *const c_char,
+    value: c_int,
+    _privdata: *mut c_void,
+    _err: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    LAYOUT.store(value, Ordering::Relaxed);
+    raw::REDISMODULE_OK as c_int
 }
 
 /// The growth factor of filters created without one.
@@ -246,6 +282,26 @@ pub fn register(ctx: &Context) -> Result<(), String> {
                 return Err(format!("could not register {setting}"));
             }
         }
+        let enum_config = raw::RedisModule_RegisterEnumConfig.ok_or("no module config API")?;
+        let names = [c"blocked".as_ptr(), c"classic".as_ptr()];
+        let values: [c_int; 2] = [0, 1];
+        let mut names = names;
+        if enum_config(
+            raw_ctx,
+            name("bf-layout").as_ptr(),
+            0,
+            raw::REDISMODULE_CONFIG_DEFAULT,
+            names.as_mut_ptr(),
+            values.as_ptr(),
+            2,
+            Some(get_layout),
+            Some(set_layout),
+            None,
+            std::ptr::null_mut(),
+        ) != raw::REDISMODULE_OK as c_int
+        {
+            return Err("could not register bf-layout".into());
+        }
         let load = raw::RedisModule_LoadConfigs.ok_or("no module config API")?;
         if load(raw_ctx) != raw::REDISMODULE_OK as c_int {
             return Err("the bf.* settings in the server configuration are invalid".into());
@@ -303,6 +359,14 @@ pub fn apply_module_args(module_args: &[RedisString]) -> Result<(), String> {
                         format!("{name} {shown}: must be an integer in [0, {MAX_EXPANSION}]")
                     })?;
                 EXPANSION.store(n, Ordering::Relaxed);
+            }
+            "bf-layout" => {
+                let value = match value.to_ascii_lowercase().as_slice() {
+                    b"blocked" => 0,
+                    b"classic" => 1,
+                    _ => return Err(format!("{name} {shown}: must be blocked or classic")),
+                };
+                LAYOUT.store(value, Ordering::Relaxed);
             }
             "bf-max-filter-memory" => {
                 let n = parse_memory(value)

@@ -5,12 +5,13 @@
 use std::ffi::{c_char, c_int, c_longlong, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use layerbloom_filter::codec::{self, FilterLoader};
+use layerbloom_filter::codec::{self, CodecError, FilterLoader, RdbSource};
 use layerbloom_filter::ScalableFilter;
 use redis_module::{logging, native_types::RedisType, raw};
 
 /// The type's encoding version for layerbloom's own values. RedisBloom writes 0 to 4 under
-/// the same type name; far above them, the loader can tell its own values from RedisBloom's.
+/// the same type name; far above them, the loader tells its own values from RedisBloom's,
+/// which it reads too (as classic filters).
 pub const ENCODING_VERSION: i32 = 100;
 
 /// The data type, registered under RedisBloom's name so RDB files and DUMP payloads name it
@@ -67,9 +68,16 @@ unsafe fn filter<'a>(value: *mut c_void) -> &'a ScalableFilter {
 /// `BF.INFO` report. `filter` must be the value stored under a key (a `Box` made by this
 /// module).
 pub fn allocated_bytes(filter: &ScalableFilter) -> u64 {
+    use layerbloom_filter::{BlockedLayer, ClassicLayer, Layers};
     use std::mem::align_of;
-    let layers = filter.layers();
-    // SAFETY: the filter, its non-empty layer table and every layer's non-empty block array
+    let (table, table_align) = match filter.layers() {
+        Layers::Blocked(l) => (l.as_ptr().cast::<u8>(), align_of::<BlockedLayer>()),
+        Layers::Classic { layers, .. } => {
+            (layers.as_ptr().cast::<u8>(), align_of::<ClassicLayer>())
+        }
+    };
+    let bits_align = if filter.is_classic() { 1 } else { 64 };
+    // SAFETY: the filter, its non-empty layer table and every layer's non-empty bit array
     // were allocated by the module's allocator with these alignments and are alive while
     // borrowed.
     let sizes = unsafe {
@@ -77,18 +85,10 @@ pub fn allocated_bytes(filter: &ScalableFilter) -> u64 {
             std::ptr::from_ref(filter).cast(),
             align_of::<ScalableFilter>(),
         );
-        total = total.and_then(|t| {
-            Some(
-                t + crate::alloc::allocated_size(
-                    layers.as_ptr().cast(),
-                    align_of::<layerbloom_filter::BlockedLayer>(),
-                )?,
-            )
-        });
-        for layer in layers {
-            total = total.and_then(|t| {
-                Some(t + crate::alloc::allocated_size(layer.as_bytes().as_ptr(), 64)?)
-            });
+        total = total.and_then(|t| Some(t + crate::alloc::allocated_size(table, table_align)?));
+        for bytes in filter.layer_bytes() {
+            total = total
+                .and_then(|t| Some(t + crate::alloc::allocated_size(bytes.as_ptr(), bits_align)?));
         }
         total
     };
@@ -99,6 +99,12 @@ pub fn allocated_bytes(filter: &ScalableFilter) -> u64 {
 struct LoadedBuffer {
     ptr: *mut c_char,
     len: usize,
+}
+
+impl AsRef<[u8]> for LoadedBuffer {
+    fn as_ref(&self) -> &[u8] {
+        self.as_slice()
+    }
 }
 
 impl LoadedBuffer {
@@ -132,15 +138,63 @@ fn load_buffer(rdb: *mut raw::RedisModuleIO) -> Result<LoadedBuffer, String> {
     Ok(buffer)
 }
 
+/// RedisBloom's RDB fields read through the module API.
+struct IoSource(*mut raw::RedisModuleIO);
+
+impl IoSource {
+    fn check(&self) -> Result<(), CodecError> {
+        // SAFETY: `self.0` is the IO handle Redis passed to rdb_load.
+        if unsafe { raw::RedisModule_IsIOError.expect("core API")(self.0) } != 0 {
+            Err(CodecError::BadData("the value is truncated or unreadable"))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl RdbSource for IoSource {
+    type Buffer = LoadedBuffer;
+
+    fn unsigned(&mut self) -> Result<u64, CodecError> {
+        // SAFETY: as in `check`.
+        let v = unsafe { raw::RedisModule_LoadUnsigned.expect("core API")(self.0) };
+        self.check().map(|()| v)
+    }
+
+    fn double(&mut self) -> Result<f64, CodecError> {
+        // SAFETY: as in `check`.
+        let v = unsafe { raw::RedisModule_LoadDouble.expect("core API")(self.0) };
+        self.check().map(|()| v)
+    }
+
+    fn buffer(&mut self) -> Result<LoadedBuffer, CodecError> {
+        load_buffer(self.0).map_err(|_| CodecError::BadData("the value is truncated or unreadable"))
+    }
+}
+
 fn load_value(rdb: *mut raw::RedisModuleIO, encver: c_int) -> Result<ScalableFilter, String> {
+    if (0..=codec::REDISBLOOM_MAX_ENCVER).contains(&encver) {
+        let (filter, warnings) = codec::decode_redisbloom_value(&mut IoSource(rdb), encver)
+            .map_err(|e| e.to_string())?;
+        for warning in warnings {
+            logging::log_warning(format!(
+                "layerbloom: a RedisBloom filter (encoding version {encver}) loaded with: {warning}"
+            ));
+        }
+        return Ok(filter);
+    }
     if encver != ENCODING_VERSION {
         return Err(format!(
             "encoding version {encver} is not one this build of layerbloom reads \
-             (its own is {ENCODING_VERSION}; RedisBloom writes 0 to 4)"
+             (its own is {ENCODING_VERSION}; RedisBloom's are 0 to 4)"
         ));
     }
     let header = load_buffer(rdb)?;
-    let header = codec::decode_header(header.as_slice()).map_err(|e| e.to_string())?;
+    let (header, warnings) =
+        codec::decode_rdb_header(header.as_slice()).map_err(|e| e.to_string())?;
+    for warning in warnings {
+        logging::log_warning(format!("layerbloom: a filter loaded with: {warning}"));
+    }
     let mut loader = FilterLoader::new(header).map_err(|e| e.to_string())?;
     while loader.next_piece_len().is_some() {
         let piece = load_buffer(rdb)?;
@@ -177,7 +231,7 @@ extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
                 )
             }
         };
-        save(&codec::encode_header(filter));
+        save(&codec::encode_rdb_header(filter));
         for piece in codec::rdb_pieces(filter) {
             save(piece);
         }
@@ -245,8 +299,8 @@ extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
             }
         };
         add(&codec::encode_header(filter));
-        for layer in filter.layers() {
-            add(layer.as_bytes());
+        for bytes in filter.layer_bytes() {
+            add(bytes);
         }
         // SAFETY: as above.
         unsafe { raw::RedisModule_DigestEndSequence.expect("core API")(md) };
@@ -268,7 +322,7 @@ extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_voi
     guarded("free_effort", 0, || {
         // SAFETY: Redis passes a value of this type.
         let filter = unsafe { filter(value.cast_mut()) };
-        (filter.layers().len() as u64 + filter.memory_usage() / FREE_EFFORT_BYTES) as usize
+        (filter.layer_count() as u64 + filter.memory_usage() / FREE_EFFORT_BYTES) as usize
     })
 }
 

@@ -72,6 +72,7 @@ handlers! {
     bf_card => commands::card,
     bf_scandump => commands::scandump,
     bf_loadchunk => commands::loadchunk,
+    bf_debug => commands::debug,
 }
 
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
@@ -112,5 +113,6 @@ redis_module! {
         ["BF.CARD", bf_card, "readonly fast", 1, 1, 1, ""],
         ["BF.SCANDUMP", bf_scandump, "readonly", 1, 1, 1, ""],
         ["BF.LOADCHUNK", bf_loadchunk, "write deny-oom", 1, 1, 1, ""],
+        ["BF.DEBUG", bf_debug, "readonly", 1, 1, 1, ""],
     ],
 }

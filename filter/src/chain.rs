@@ -1,25 +1,32 @@
 //! The scalable filter: a chain of layers that grows when its newest layer is full.
 //!
 //! Layer `i` of a scaling filter holds `capacity · expansion^i` items at `error · 0.5^(i+1)`,
-//! so the chain's total false-positive rate stays under `error` (the geometric series of the
-//! layers' rates sums to at most `error`). A non-scaling filter has one layer at the full
-//! `error` and refuses new items once that layer is full.
+//! so the chain's total false-positive rate stays under `error` (the layers' rates sum to at
+//! most `error`). A non-scaling filter has one layer at the full `error` and refuses new items
+//! once that layer is full.
+//!
+//! A filter is made of one kind of layer: blocked (layerbloom's own, the default) or classic
+//! (RedisBloom's, for filters loaded from RedisBloom data or created in classic mode). Mixing
+//! kinds would change how items hash between layers; one kind per filter never changes an
+//! answer.
 
 use crate::blocked::BlockedLayer;
+use crate::classic::{ClassicHash, ClassicLayer, ClassicMeta, OPT_FORCE64, OPT_NO_SCALING};
 use crate::error::FilterError;
 use crate::hash::ItemHash;
+use crate::sizing;
 
 /// How much tighter each new layer's error rate is than the previous one's.
 pub const TIGHTENING: f64 = 0.5;
 
-/// A scalable Bloom filter.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScalableFilter {
-    layers: Vec<BlockedLayer>,
-    items: u64,
-    error: f64,
-    /// Growth factor of each new layer's capacity; 0 means non-scaling.
-    expansion: u32,
+/// The kind of layers a new filter is made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Layout {
+    /// Cache-local blocked layers (layerbloom's).
+    #[default]
+    Blocked,
+    /// RedisBloom's layers, bit for bit: data can move back to RedisBloom.
+    Classic,
 }
 
 /// What a new filter is asked to be.
@@ -29,27 +36,105 @@ pub struct FilterSpec {
     pub capacity: u64,
     /// The false-positive rate the whole filter keeps under.
     pub error: f64,
-    /// Growth factor of each new layer; 0 makes the filter non-scaling.
+    /// Growth factor of each new layer.
     pub expansion: u32,
+    /// The filter refuses new items once its first layer is full.
+    pub nonscaling: bool,
+    pub layout: Layout,
 }
 
 impl FilterSpec {
+    /// A scaling blocked filter.
+    pub fn new(capacity: u64, error: f64, expansion: u32) -> Self {
+        FilterSpec {
+            capacity,
+            error,
+            expansion,
+            nonscaling: expansion == 0,
+            layout: Layout::Blocked,
+        }
+    }
+
     /// The error rate of the first layer.
     pub fn first_layer_error(&self) -> f64 {
-        if self.expansion == 0 {
+        if self.nonscaling {
             self.error
         } else {
             self.error * TIGHTENING
         }
     }
 
-    /// Bytes a filter of this spec takes when created (before any growth), without allocating.
-    pub fn initial_bytes(&self) -> Result<u64, FilterError> {
-        let geometry = crate::sizing::plan_layer(self.capacity, self.first_layer_error())?;
-        Ok(geometry
-            .bytes()
-            .saturating_add(ScalableFilter::overhead_bytes(1)))
+    /// RedisBloom's option bits for a classic filter of this spec.
+    fn classic_options(&self) -> u32 {
+        crate::classic::DEFAULT_OPTIONS | if self.nonscaling { OPT_NO_SCALING } else { 0 }
     }
+
+    /// Bytes a filter of this spec takes when created, without allocating.
+    pub fn initial_bytes(&self) -> Result<u64, FilterError> {
+        let bits = match self.layout {
+            Layout::Blocked => sizing::plan_layer(self.capacity, self.first_layer_error())?.bytes(),
+            Layout::Classic => ClassicMeta::plan(
+                self.capacity,
+                self.first_layer_error(),
+                self.classic_options(),
+            )?
+            .bytes(),
+        };
+        Ok(bits.saturating_add(ScalableFilter::overhead_bytes(1)))
+    }
+}
+
+/// The layers of a filter: all of one kind.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Layers {
+    Blocked(Vec<BlockedLayer>),
+    Classic {
+        /// RedisBloom's option bits (hash width, rounding, non-scaling).
+        options: u32,
+        /// RedisBloom's growth factor, kept as loaded even for a non-scaling filter.
+        growth: u32,
+        layers: Vec<ClassicLayer>,
+    },
+}
+
+/// A scalable Bloom filter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScalableFilter {
+    layers: Layers,
+    items: u64,
+    error: f64,
+    /// Growth factor of each new layer; 0 means non-scaling.
+    expansion: u32,
+}
+
+/// One layer's figures, whatever its kind.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LayerSummary {
+    pub capacity: u64,
+    pub error: f64,
+    pub items: u64,
+    pub bytes: u64,
+    pub set_bits: u64,
+    pub total_bits: u64,
+}
+
+fn try_vec<T>(n: usize) -> Result<Vec<T>, FilterError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| FilterError::OutOfMemory {
+            bytes: (n * std::mem::size_of::<T>()) as u64,
+        })?;
+    Ok(v)
+}
+
+/// Pushes onto a vector whose growth is exact and fallible.
+fn try_push<T>(v: &mut Vec<T>, item: T) -> Result<(), FilterError> {
+    v.try_reserve_exact(1)
+        .map_err(|_| FilterError::OutOfMemory {
+            bytes: std::mem::size_of::<T>() as u64,
+        })?;
+    v.push(item);
+    Ok(())
 }
 
 impl ScalableFilter {
@@ -62,62 +147,160 @@ impl ScalableFilter {
                 limit: max_bytes,
             });
         }
-        let layer = BlockedLayer::new(spec.capacity, spec.first_layer_error())?;
-        let mut layers = Vec::new();
-        layers
-            .try_reserve_exact(1)
-            .map_err(|_| FilterError::OutOfMemory { bytes: 1 })?;
-        layers.push(layer);
+        let error = spec.first_layer_error();
+        let layers = match spec.layout {
+            Layout::Blocked => {
+                let mut layers = try_vec(1)?;
+                layers.push(BlockedLayer::new(spec.capacity, error)?);
+                Layers::Blocked(layers)
+            }
+            Layout::Classic => {
+                let options = spec.classic_options();
+                let mut layers = try_vec(1)?;
+                layers.push(ClassicLayer::new(ClassicMeta::plan(
+                    spec.capacity,
+                    error,
+                    options,
+                )?)?);
+                Layers::Classic {
+                    options,
+                    growth: spec.expansion,
+                    layers,
+                }
+            }
+        };
         Ok(ScalableFilter {
             layers,
             items: 0,
             error: spec.error,
-            expansion: spec.expansion,
+            expansion: if spec.nonscaling { 0 } else { spec.expansion },
         })
     }
 
-    /// A filter from persisted parts (the codec has validated them).
-    pub(crate) fn from_parts(
+    /// A blocked filter from persisted parts (the codec has validated them).
+    pub(crate) fn from_blocked(
         layers: Vec<BlockedLayer>,
         items: u64,
         error: f64,
         expansion: u32,
     ) -> Self {
         ScalableFilter {
-            layers,
+            layers: Layers::Blocked(layers),
             items,
             error,
             expansion,
         }
     }
 
+    /// A classic filter from persisted parts (the codec has validated them).
+    pub(crate) fn from_classic(
+        layers: Vec<ClassicLayer>,
+        items: u64,
+        options: u32,
+        growth: u32,
+    ) -> Self {
+        let nonscaling = options & OPT_NO_SCALING != 0;
+        let first = layers.first().map_or(0.01, |l| l.meta().error);
+        ScalableFilter {
+            layers: Layers::Classic {
+                options,
+                growth,
+                layers,
+            },
+            items,
+            error: if nonscaling {
+                first
+            } else {
+                first / TIGHTENING
+            },
+            expansion: if nonscaling { 0 } else { growth },
+        }
+    }
+
     /// Bytes of bookkeeping for a filter of `layers` layers (the bit arrays excluded).
     pub(crate) fn overhead_bytes(layers: usize) -> u64 {
-        (std::mem::size_of::<ScalableFilter>() + layers * std::mem::size_of::<BlockedLayer>())
-            as u64
+        let per_layer =
+            std::mem::size_of::<BlockedLayer>().max(std::mem::size_of::<ClassicLayer>());
+        (std::mem::size_of::<ScalableFilter>() + layers * per_layer) as u64
     }
 
     /// Whether any layer holds the item.
-    #[inline]
-    pub fn contains(&self, hash: &ItemHash) -> bool {
+    pub fn contains(&self, item: &[u8]) -> bool {
         // Newest first: it is the largest and holds the most items.
-        self.layers.iter().rev().any(|layer| layer.contains(hash))
+        match &self.layers {
+            Layers::Blocked(layers) => {
+                let hash = ItemHash::of(item);
+                layers.iter().rev().any(|l| l.contains(&hash))
+            }
+            Layers::Classic {
+                options, layers, ..
+            } => {
+                let hash = ClassicHash::of(item, *options);
+                layers.iter().rev().any(|l| l.contains(&hash))
+            }
+        }
     }
 
     /// Adds an item. `Ok(false)` when it was (or looked) present already: nothing changes and
     /// nothing is counted. Growth that would take the filter past `max_bytes` is refused.
-    pub fn add(&mut self, hash: &ItemHash, max_bytes: u64) -> Result<bool, FilterError> {
-        if self.contains(hash) {
+    pub fn add(&mut self, item: &[u8], max_bytes: u64) -> Result<bool, FilterError> {
+        match &self.layers {
+            Layers::Blocked(_) => self.add_blocked(&ItemHash::of(item), max_bytes),
+            Layers::Classic { options, .. } => {
+                let hash = ClassicHash::of(item, *options);
+                self.add_classic(&hash, max_bytes)
+            }
+        }
+    }
+
+    /// `add` with a precomputed hash, for blocked filters (`Ok(false)` on a classic one).
+    pub fn add_hashed(&mut self, hash: &ItemHash, max_bytes: u64) -> Result<bool, FilterError> {
+        match self.layers {
+            Layers::Blocked(_) => self.add_blocked(hash, max_bytes),
+            Layers::Classic { .. } => Ok(false),
+        }
+    }
+
+    /// `contains` with a precomputed hash, for blocked filters (`false` on a classic one).
+    pub fn contains_hashed(&self, hash: &ItemHash) -> bool {
+        match &self.layers {
+            Layers::Blocked(layers) => layers.iter().rev().any(|l| l.contains(hash)),
+            Layers::Classic { .. } => false,
+        }
+    }
+
+    fn add_blocked(&mut self, hash: &ItemHash, max_bytes: u64) -> Result<bool, FilterError> {
+        let Layers::Blocked(layers) = &self.layers else {
+            unreachable!("called for blocked filters only")
+        };
+        if layers.iter().rev().any(|l| l.contains(hash)) {
             return Ok(false);
         }
-        if self.newest().is_full() {
+        if layers.last().expect("at least one layer").is_full() {
             self.grow(max_bytes)?;
         }
-        let newest = self
-            .layers
-            .last_mut()
-            .expect("a filter has at least one layer");
-        newest.insert(hash);
+        let Layers::Blocked(layers) = &mut self.layers else {
+            unreachable!("the kind never changes")
+        };
+        layers.last_mut().expect("at least one layer").insert(hash);
+        self.items += 1;
+        Ok(true)
+    }
+
+    fn add_classic(&mut self, hash: &ClassicHash, max_bytes: u64) -> Result<bool, FilterError> {
+        let Layers::Classic { layers, .. } = &self.layers else {
+            unreachable!("called for classic filters only")
+        };
+        if layers.iter().rev().any(|l| l.contains(hash)) {
+            return Ok(false);
+        }
+        if layers.last().expect("at least one layer").is_full() {
+            self.grow(max_bytes)?;
+        }
+        let Layers::Classic { layers, .. } = &mut self.layers else {
+            unreachable!("the kind never changes")
+        };
+        layers.last_mut().expect("at least one layer").insert(hash);
         self.items += 1;
         Ok(true)
     }
@@ -127,64 +310,113 @@ impl ScalableFilter {
         if self.expansion == 0 {
             return Err(FilterError::Full);
         }
-        let newest = self.newest();
-        let capacity = newest
-            .capacity()
-            .checked_mul(u64::from(self.expansion))
-            .ok_or(FilterError::OverLimit {
-                needed: u64::MAX,
-                limit: max_bytes,
-            })?;
-        // Halving forever would reach zero after ~1075 layers; sizing treats rates below its
-        // floor alike, so flooring here changes nothing but keeps the rate valid.
-        let error = (newest.error() * TIGHTENING).max(f64::MIN_POSITIVE);
-        let geometry = crate::sizing::plan_layer(capacity, error)?;
-        let needed = self
-            .memory_usage()
-            .saturating_add(geometry.bytes())
-            .saturating_add(std::mem::size_of::<BlockedLayer>() as u64);
-        if needed > max_bytes {
-            return Err(FilterError::OverLimit {
-                needed,
-                limit: max_bytes,
-            });
+        let too_big = FilterError::OverLimit {
+            needed: u64::MAX,
+            limit: max_bytes,
+        };
+        let check = |current: u64, bits_bytes: u64| {
+            let needed = current
+                .saturating_add(bits_bytes)
+                .saturating_add(Self::overhead_bytes(1) - Self::overhead_bytes(0));
+            if needed > max_bytes {
+                Err(FilterError::OverLimit {
+                    needed,
+                    limit: max_bytes,
+                })
+            } else {
+                Ok(())
+            }
+        };
+        let current = self.memory_usage();
+        let expansion = u64::from(self.expansion);
+        match &mut self.layers {
+            Layers::Blocked(layers) => {
+                let newest = layers.last().expect("at least one layer");
+                let capacity = newest.capacity().checked_mul(expansion).ok_or(too_big)?;
+                // Halving forever would reach zero after ~1075 layers; sizing treats rates
+                // below its floor alike, so flooring here changes nothing but keeps it valid.
+                let error = (newest.error() * TIGHTENING).max(f64::MIN_POSITIVE);
+                let geometry = sizing::plan_layer(capacity, error)?;
+                check(current, geometry.bytes())?;
+                let layer = BlockedLayer::with_geometry(capacity, error, geometry)?;
+                try_push(layers, layer)
+            }
+            Layers::Classic {
+                options, layers, ..
+            } => {
+                let newest = layers.last().expect("at least one layer").meta();
+                let entries = newest.entries.checked_mul(expansion).ok_or(too_big)?;
+                let meta = ClassicMeta::plan(entries, newest.error * TIGHTENING, *options)?;
+                check(current, meta.bytes())?;
+                let layer = ClassicLayer::new(meta)?;
+                try_push(layers, layer)
+            }
         }
-        // Exact, so the layer table's size is the same however the filter was built.
-        self.layers
-            .try_reserve_exact(1)
-            .map_err(|_| FilterError::OutOfMemory {
-                bytes: std::mem::size_of::<BlockedLayer>() as u64,
-            })?;
-        let layer = BlockedLayer::with_geometry(capacity, error, geometry)?;
-        self.layers.push(layer);
-        Ok(())
     }
 
-    fn newest(&self) -> &BlockedLayer {
-        self.layers.last().expect("a filter has at least one layer")
-    }
-
-    /// A deep copy, reporting allocation failure instead of aborting.
-    pub fn try_clone(&self) -> Result<Self, FilterError> {
-        let mut layers = Vec::new();
-        layers
-            .try_reserve_exact(self.layers.len())
-            .map_err(|_| FilterError::OutOfMemory {
-                bytes: Self::overhead_bytes(self.layers.len()),
-            })?;
-        for layer in &self.layers {
-            layers.push(layer.try_clone()?);
-        }
-        Ok(ScalableFilter { layers, ..*self })
-    }
-
-    /// The layers, oldest first.
-    pub fn layers(&self) -> &[BlockedLayer] {
+    /// The layers.
+    pub fn layers(&self) -> &Layers {
         &self.layers
     }
 
-    pub(crate) fn layers_mut(&mut self) -> &mut [BlockedLayer] {
-        &mut self.layers
+    /// The blocked layers, or `None` for a classic filter.
+    pub fn blocked_layers(&self) -> Option<&[BlockedLayer]> {
+        match &self.layers {
+            Layers::Blocked(layers) => Some(layers),
+            Layers::Classic { .. } => None,
+        }
+    }
+
+    /// Number of layers.
+    pub fn layer_count(&self) -> usize {
+        match &self.layers {
+            Layers::Blocked(l) => l.len(),
+            Layers::Classic { layers, .. } => layers.len(),
+        }
+    }
+
+    /// Each layer's figures, oldest first.
+    pub fn layer_summaries(&self) -> Vec<LayerSummary> {
+        match &self.layers {
+            Layers::Blocked(layers) => layers
+                .iter()
+                .map(|l| LayerSummary {
+                    capacity: l.capacity(),
+                    error: l.error(),
+                    items: l.items(),
+                    bytes: l.geometry().bytes(),
+                    set_bits: l.set_bits(),
+                    total_bits: l.total_bits(),
+                })
+                .collect(),
+            Layers::Classic { layers, .. } => layers
+                .iter()
+                .map(|l| LayerSummary {
+                    capacity: l.meta().entries,
+                    error: l.meta().error,
+                    items: l.meta().size,
+                    bytes: l.meta().bytes(),
+                    set_bits: l.set_bits(),
+                    total_bits: l.meta().bits,
+                })
+                .collect(),
+        }
+    }
+
+    /// Each layer's bit array as bytes, oldest first.
+    pub fn layer_bytes(&self) -> Vec<&[u8]> {
+        match &self.layers {
+            Layers::Blocked(layers) => layers.iter().map(BlockedLayer::as_bytes).collect(),
+            Layers::Classic { layers, .. } => layers.iter().map(ClassicLayer::as_bytes).collect(),
+        }
+    }
+
+    /// Overwrites bytes of layer `index` at `offset`; the caller has checked the range.
+    pub(crate) fn write_layer_bytes(&mut self, index: usize, offset: usize, data: &[u8]) {
+        match &mut self.layers {
+            Layers::Blocked(layers) => layers[index].write_bytes(offset, data),
+            Layers::Classic { layers, .. } => layers[index].write_bytes(offset, data),
+        }
     }
 
     /// Items added (an add that found the item present does not count).
@@ -194,12 +426,13 @@ impl ScalableFilter {
 
     /// The sum of the layers' capacities.
     pub fn capacity(&self) -> u64 {
-        self.layers
+        self.layer_summaries()
             .iter()
-            .fold(0u64, |sum, l| sum.saturating_add(l.capacity()))
+            .fold(0u64, |sum, l| sum.saturating_add(l.capacity))
     }
 
-    /// The error rate the filter was created with.
+    /// The error rate the filter was created with (for a classic filter loaded from
+    /// RedisBloom, derived from its first layer).
     pub fn error(&self) -> f64 {
         self.error
     }
@@ -214,103 +447,169 @@ impl ScalableFilter {
         self.expansion
     }
 
+    /// Whether the layers are RedisBloom's.
+    pub fn is_classic(&self) -> bool {
+        matches!(self.layers, Layers::Classic { .. })
+    }
+
+    /// The hash width RedisBloom reports (BF.DEBUG `hashwidth`).
+    pub fn classic_hash_width(&self) -> Option<u32> {
+        match &self.layers {
+            Layers::Classic { options, .. } => {
+                Some(if options & OPT_FORCE64 != 0 { 64 } else { 32 })
+            }
+            Layers::Blocked(_) => None,
+        }
+    }
+
     /// Bytes allocated for the filter: its struct, its layer table and its bit arrays.
     pub fn memory_usage(&self) -> u64 {
-        let table = (self.layers.capacity() * std::mem::size_of::<BlockedLayer>()) as u64;
-        let bits: u64 = self.layers.iter().map(BlockedLayer::bytes).sum();
-        std::mem::size_of::<ScalableFilter>() as u64 + table + bits
+        let (table, bits) = match &self.layers {
+            Layers::Blocked(l) => (
+                l.capacity() * std::mem::size_of::<BlockedLayer>(),
+                l.iter().map(BlockedLayer::bytes).sum::<u64>(),
+            ),
+            Layers::Classic { layers, .. } => (
+                layers.capacity() * std::mem::size_of::<ClassicLayer>(),
+                layers.iter().map(ClassicLayer::bytes).sum::<u64>(),
+            ),
+        };
+        std::mem::size_of::<ScalableFilter>() as u64 + table as u64 + bits
+    }
+
+    /// A deep copy, reporting allocation failure instead of aborting.
+    pub fn try_clone(&self) -> Result<Self, FilterError> {
+        let layers = match &self.layers {
+            Layers::Blocked(layers) => {
+                let mut copy = try_vec(layers.len())?;
+                for l in layers {
+                    copy.push(l.try_clone()?);
+                }
+                Layers::Blocked(copy)
+            }
+            Layers::Classic {
+                options,
+                growth,
+                layers,
+            } => {
+                let mut copy = try_vec(layers.len())?;
+                for l in layers {
+                    copy.push(l.try_clone()?);
+                }
+                Layers::Classic {
+                    options: *options,
+                    growth: *growth,
+                    layers: copy,
+                }
+            }
+        };
+        Ok(ScalableFilter { layers, ..*self })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hash::mix64;
+    use crate::blocked::LayerMeta;
 
     const NO_LIMIT: u64 = u64::MAX;
 
-    fn item(i: u64) -> ItemHash {
-        ItemHash::of(format!("item:{i}").as_bytes())
+    fn item(i: u64) -> Vec<u8> {
+        format!("item:{i}").into_bytes()
     }
 
     fn spec(capacity: u64, error: f64, expansion: u32) -> FilterSpec {
+        FilterSpec::new(capacity, error, expansion)
+    }
+
+    fn classic(capacity: u64, error: f64, expansion: u32) -> FilterSpec {
         FilterSpec {
-            capacity,
-            error,
-            expansion,
+            layout: Layout::Classic,
+            ..FilterSpec::new(capacity, error, expansion)
         }
+    }
+
+    fn capacities(f: &ScalableFilter) -> Vec<u64> {
+        f.layer_summaries().iter().map(|l| l.capacity).collect()
+    }
+
+    fn errors(f: &ScalableFilter) -> Vec<f64> {
+        f.layer_summaries().iter().map(|l| l.error).collect()
     }
 
     #[test]
     fn adding_twice_counts_once() {
-        let mut f = ScalableFilter::new(spec(100, 0.01, 2), NO_LIMIT).unwrap();
-        assert_eq!(f.add(&item(1), NO_LIMIT), Ok(true));
-        assert_eq!(f.add(&item(1), NO_LIMIT), Ok(false));
-        assert_eq!(f.items(), 1);
-        assert!(f.contains(&item(1)));
+        for s in [spec(100, 0.01, 2), classic(100, 0.01, 2)] {
+            let mut f = ScalableFilter::new(s, NO_LIMIT).unwrap();
+            assert_eq!(f.add(&item(1), NO_LIMIT), Ok(true));
+            assert_eq!(f.add(&item(1), NO_LIMIT), Ok(false));
+            assert_eq!(f.items(), 1);
+            assert!(f.contains(&item(1)));
+        }
     }
 
     #[test]
     fn a_scaling_filter_grows_by_expansion_with_tightening_error() {
-        let mut f = ScalableFilter::new(spec(10, 0.01, 3), NO_LIMIT).unwrap();
-        let mut added = 0;
-        for i in 0..200 {
-            if f.add(&item(i), NO_LIMIT).unwrap() {
-                added += 1;
+        for s in [spec(10, 0.01, 3), classic(10, 0.01, 3)] {
+            let mut f = ScalableFilter::new(s, NO_LIMIT).unwrap();
+            let mut added = 0;
+            for i in 0..200 {
+                if f.add(&item(i), NO_LIMIT).unwrap() {
+                    added += 1;
+                }
             }
-        }
-        assert_eq!(f.items(), added);
-        let caps: Vec<u64> = f.layers().iter().map(|l| l.capacity()).collect();
-        assert_eq!(caps, vec![10, 30, 90, 270]);
-        let errors: Vec<f64> = f.layers().iter().map(|l| l.error()).collect();
-        assert_eq!(errors, vec![0.005, 0.0025, 0.00125, 0.000625]);
-        assert_eq!(f.capacity(), 400);
-        assert!((0..200).all(|i| f.contains(&item(i))));
-        // Every layer but the newest is exactly full.
-        for l in &f.layers()[..3] {
-            assert_eq!(l.items(), l.capacity());
+            assert_eq!(f.items(), added);
+            assert_eq!(capacities(&f), vec![10, 30, 90, 270]);
+            assert_eq!(errors(&f), vec![0.005, 0.0025, 0.00125, 0.000625]);
+            assert_eq!(f.capacity(), 400);
+            assert!((0..200).all(|i| f.contains(&item(i))));
+            for l in &f.layer_summaries()[..3] {
+                assert_eq!(l.items, l.capacity);
+            }
         }
     }
 
     #[test]
     fn nonscaling_filter_refuses_the_item_past_capacity_and_keeps_the_rest() {
-        let mut f = ScalableFilter::new(spec(50, 0.001, 0), NO_LIMIT).unwrap();
-        assert_eq!(f.layers()[0].error(), 0.001);
-        let mut i = 0;
-        while f.items() < 50 {
-            f.add(&item(i), NO_LIMIT).unwrap();
-            i += 1;
+        for s in [spec(50, 0.001, 0), classic(50, 0.001, 0)] {
+            let mut f = ScalableFilter::new(s, NO_LIMIT).unwrap();
+            assert_eq!(errors(&f), vec![0.001]);
+            let mut i = 0;
+            while f.items() < 50 {
+                f.add(&item(i), NO_LIMIT).unwrap();
+                i += 1;
+            }
+            let before = f.clone();
+            let fresh = (1000..).map(item).find(|h| !f.contains(h)).unwrap();
+            assert_eq!(f.add(&fresh, NO_LIMIT), Err(FilterError::Full));
+            assert_eq!(f, before);
+            assert!((0..i).all(|j| f.contains(&item(j))));
+            assert_eq!(f.add(&item(0), NO_LIMIT), Ok(false));
+            assert_eq!(f.expansion(), None);
         }
-        let before = f.clone();
-        // Find an item that is not (falsely) present, then add it.
-        let fresh = (1000..).map(item).find(|h| !f.contains(h)).unwrap();
-        assert_eq!(f.add(&fresh, NO_LIMIT), Err(FilterError::Full));
-        assert_eq!(f, before);
-        assert!((0..i).all(|j| f.contains(&item(j))));
-        // A present item is still answered, not refused.
-        assert_eq!(f.add(&item(0), NO_LIMIT), Ok(false));
-        assert_eq!(f.expansion(), None);
     }
 
     #[test]
     fn growth_past_the_memory_limit_is_refused_without_change() {
-        let mut f = ScalableFilter::new(spec(100, 0.01, 2), NO_LIMIT).unwrap();
-        let limit = f.memory_usage() + 100;
-        let mut i = 0;
-        while f.items() < 100 {
-            f.add(&item(i), limit).unwrap();
-            i += 1;
-        }
-        let before = f.clone();
-        let fresh = (1000..).map(item).find(|h| !f.contains(h)).unwrap();
-        match f.add(&fresh, limit) {
-            Err(FilterError::OverLimit { needed, limit: l }) => {
-                assert_eq!(l, limit);
-                assert!(needed > limit);
+        for s in [spec(100, 0.01, 2), classic(100, 0.01, 2)] {
+            let mut f = ScalableFilter::new(s, NO_LIMIT).unwrap();
+            let limit = f.memory_usage() + 100;
+            let mut i = 0;
+            while f.items() < 100 {
+                f.add(&item(i), limit).unwrap();
+                i += 1;
             }
-            other => panic!("expected OverLimit, got {other:?}"),
+            let before = f.clone();
+            let fresh = (1000..).map(item).find(|h| !f.contains(h)).unwrap();
+            match f.add(&fresh, limit) {
+                Err(FilterError::OverLimit { needed, limit: l }) => {
+                    assert_eq!(l, limit);
+                    assert!(needed > limit);
+                }
+                other => panic!("expected OverLimit, got {other:?}"),
+            }
+            assert_eq!(f, before);
         }
-        assert_eq!(f, before);
     }
 
     #[test]
@@ -321,8 +620,7 @@ mod tests {
 
     #[test]
     fn capacity_overflow_on_growth_is_an_error_not_a_wrap() {
-        use crate::blocked::LayerMeta;
-        let geometry = crate::sizing::plan_layer(1, 0.005).unwrap();
+        let geometry = sizing::plan_layer(1, 0.005).unwrap();
         let huge = u64::MAX / 2 + 1;
         let meta = LayerMeta {
             capacity: huge,
@@ -331,7 +629,7 @@ mod tests {
             geometry,
         };
         let layer = BlockedLayer::from_parts(meta, crate::blocked::zeroed_blocks(1).unwrap());
-        let mut f = ScalableFilter::from_parts(vec![layer], huge, 0.01, 2);
+        let mut f = ScalableFilter::from_blocked(vec![layer], huge, 0.01, 2);
         let before = f.clone();
         let fresh = (0..).map(item).find(|h| !f.contains(h)).unwrap();
         assert!(matches!(
@@ -343,15 +641,17 @@ mod tests {
 
     #[test]
     fn try_clone_is_deep_and_equal() {
-        let mut f = ScalableFilter::new(spec(10, 0.01, 2), NO_LIMIT).unwrap();
-        for i in 0..50 {
-            f.add(&item(i), NO_LIMIT).unwrap();
+        for s in [spec(10, 0.01, 2), classic(10, 0.01, 2)] {
+            let mut f = ScalableFilter::new(s, NO_LIMIT).unwrap();
+            for i in 0..50 {
+                f.add(&item(i), NO_LIMIT).unwrap();
+            }
+            let mut g = f.try_clone().unwrap();
+            assert_eq!(g, f);
+            assert_eq!(g.memory_usage(), f.memory_usage());
+            g.add(&item(1000), NO_LIMIT).unwrap();
+            assert_ne!(g, f);
         }
-        let mut g = f.try_clone().unwrap();
-        assert_eq!(g, f);
-        assert_eq!(g.memory_usage(), f.memory_usage());
-        g.add(&item(1000), NO_LIMIT).unwrap();
-        assert_ne!(g, f);
     }
 
     #[test]
@@ -360,40 +660,55 @@ mod tests {
         for i in 0..5000 {
             f.add(&item(i), NO_LIMIT).unwrap();
         }
-        let bits: u64 = f.layers().iter().map(|l| l.geometry().bytes()).sum();
+        let bits: u64 = f.layer_summaries().iter().map(|l| l.bytes).sum();
         assert!(f.memory_usage() >= bits);
         assert!(f.memory_usage() < bits + 4096);
+    }
+
+    #[test]
+    fn classic_filters_report_redisbloom_facts() {
+        let mut f = ScalableFilter::new(classic(10, 0.01, 2), NO_LIMIT).unwrap();
+        for i in 0..100 {
+            f.add(format!("{i}").as_bytes(), NO_LIMIT).unwrap();
+        }
+        assert!(f.is_classic());
+        assert_eq!(f.classic_hash_width(), Some(64));
+        let Layers::Classic {
+            options, growth, ..
+        } = f.layers()
+        else {
+            panic!("classic")
+        };
+        assert_eq!((*options, *growth), (5, 2));
+        let bytes: Vec<u64> = f.layer_summaries().iter().map(|l| l.bytes).collect();
+        assert_eq!(bytes, vec![16, 32, 72, 160]);
     }
 
     /// Measures the false-positive rate of a filter filled to capacity: both the exact rate of
     /// its bits (a deterministic bound) and the rate over `probes` absent items.
     fn measure(error: f64, capacity: u64, probes: u64, seed: u64) -> (f64, f64) {
+        use crate::hash::mix64;
         let mut f = ScalableFilter::new(spec(capacity, error, 0), NO_LIMIT).unwrap();
+        let hash = |n: u64| ItemHash {
+            lo: mix64(seed ^ n),
+            hi: mix64(seed.rotate_left(17) ^ n),
+        };
         let mut i = 0u64;
         while f.items() < capacity {
-            let h = ItemHash {
-                lo: mix64(seed ^ (2 * i)),
-                hi: mix64(seed.rotate_left(17) ^ (2 * i)),
-            };
-            f.add(&h, NO_LIMIT).unwrap();
+            f.add_hashed(&hash(2 * i), NO_LIMIT).unwrap();
             i += 1;
         }
-        let state = f.layers()[0].state_fpr();
-        let mut positives = 0u64;
-        for j in 0..probes {
-            // Odd indexes: never an inserted item.
-            let h = ItemHash {
-                lo: mix64(seed ^ (2 * j + 1)),
-                hi: mix64(seed.rotate_left(17) ^ (2 * j + 1)),
-            };
-            positives += u64::from(f.contains(&h));
-        }
+        let state = f.blocked_layers().unwrap()[0].state_fpr();
+        // Odd indexes: never an inserted item.
+        let positives = (0..probes)
+            .filter(|&j| f.contains_hashed(&hash(2 * j + 1)))
+            .count();
         (state, positives as f64 / probes as f64)
     }
 
     #[test]
     fn false_positive_rate_at_capacity_is_at_or_under_the_target() {
-        // probes chosen so that the expected count of false positives is at least ~1000.
+        // Probes chosen so that the expected count of false positives is at least ~1000.
         for (error, capacity, probes) in [
             (0.1, 200_000, 2_000_000),
             (0.01, 200_000, 10_000_000),
@@ -419,16 +734,14 @@ mod tests {
         let error = 0.01;
         let mut f = ScalableFilter::new(spec(capacity, error, 0), NO_LIMIT).unwrap();
         for i in 0..capacity {
-            f.add(&ItemHash::of(format!("user:{i}").as_bytes()), NO_LIMIT)
-                .unwrap();
+            f.add(format!("user:{i}").as_bytes(), NO_LIMIT).unwrap();
         }
         let probes = 2_000_000u64;
         let positives = (0..probes)
-            .filter(|j| f.contains(&ItemHash::of(format!("absent:{j}").as_bytes())))
+            .filter(|j| f.contains(format!("absent:{j}").as_bytes()))
             .count() as f64;
         let measured = positives / probes as f64;
-        let exact = f.layers()[0].state_fpr();
-        // Within 5 standard deviations of the rate the bits imply.
+        let exact = f.blocked_layers().unwrap()[0].state_fpr();
         let sd = (exact / probes as f64).sqrt();
         assert!(
             (measured - exact).abs() < 5.0 * sd,

@@ -1,6 +1,6 @@
-//! Every byte format layerbloom persists or hands to clients, and their decoders.
+//! Every byte format layerbloom reads or writes, and their decoders.
 //!
-//! # Header (format version 1), shared by RDB values and `BF.SCANDUMP`
+//! # layerbloom's header (format version 1), for blocked filters
 //! Little-endian, packed:
 //!
 //! ```text
@@ -17,27 +17,41 @@
 //!   blocks_per_item u8, hashes_per_block u8, reserved [u8; 6] = 0
 //! ```
 //!
-//! # Bit arrays
-//! A layer's bits are its blocks' bytes, each 64-bit word little-endian. `BF.SCANDUMP` hands
+//! # RedisBloom's header, for classic filters
+//! `u64 items, u32 layers, u32 options, u32 growth`, then per layer `u64 bytes, u64 bits,
+//! u64 size, f64 error, f64 bpe, u32 hashes, u64 entries, u8 n2` (20 + 53 · layers bytes). A
+//! classic filter's `BF.SCANDUMP` emits exactly this, so its data can go back to RedisBloom.
+//!
+//! # Bit arrays and chunks
+//! A layer's bits are its bytes (blocked: each 64-bit word little-endian). `BF.SCANDUMP` hands
 //! them out in chunks of at most 16 MiB that never cross a layer, with RedisBloom's iterator
 //! arithmetic: the chunk at byte offset `off` (into all layers' arrays, concatenated) of length
 //! `len` comes with iterator `1 + off + len`, and `BF.LOADCHUNK key it data` writes `data` at
-//! `it - 1 - len(data)`. RDB values store the header, then each layer's array in pieces of at
-//! most 64 MiB, so loading never needs a second copy of a whole layer.
+//! `it - 1 - len(data)`.
+//!
+//! # RDB values
+//! layerbloom's own values (encoding version 100) are a header string, then each layer's bit
+//! array in pieces of at most 64 MiB, so loading never needs a second copy of a whole layer.
+//! The header is layerbloom's for blocked filters, and `"LBCLASSC"` followed by RedisBloom's
+//! header for classic ones. RedisBloom's values (encoding versions 0 to 4) are read field by
+//! field through [`RdbSource`] by [`decode_redisbloom_value`].
 //!
 //! Every decoder treats its input as hostile: lengths, counts and offsets are checked against
 //! the bytes actually present before anything is allocated or indexed.
 
 use crate::blocked::{zeroed_blocks, Block, BlockedLayer, LayerMeta};
-use crate::chain::ScalableFilter;
+use crate::chain::{Layers, ScalableFilter};
+use crate::classic::{zeroed_bytes, ClassicLayer, ClassicMeta, KNOWN_OPTIONS};
 use crate::error::FilterError;
 use crate::sizing::{Geometry, BLOCK_BYTES};
 
-/// First bytes of every layerbloom header.
+/// First bytes of every layerbloom (blocked) header.
 pub const MAGIC: [u8; 8] = *b"LAYERBLM";
+/// First bytes of a classic filter's header in layerbloom's RDB values.
+pub const CLASSIC_MAGIC: [u8; 8] = *b"LBCLASSC";
 /// The header format this build writes.
 pub const FORMAT_VERSION: u8 = 1;
-/// Largest expansion factor a filter may have (RedisBloom's bound).
+/// Largest expansion factor a new filter may have (RedisBloom's bound).
 pub const MAX_EXPANSION: u32 = 32768;
 /// Largest `BF.SCANDUMP` chunk.
 pub const MAX_CHUNK_BYTES: usize = 16 * 1024 * 1024;
@@ -46,11 +60,13 @@ pub const RDB_PIECE_BYTES: usize = 64 * 1024 * 1024;
 
 const CHAIN_BYTES: usize = 36;
 const LAYER_BYTES: usize = 40;
+const RB_CHAIN_BYTES: usize = 20;
+const RB_LAYER_BYTES: usize = 53;
 
 /// Why bytes could not be decoded or applied.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CodecError {
-    /// Not a layerbloom header, or one with impossible or inconsistent fields.
+    /// Not a header, or one with impossible or inconsistent fields.
     #[error("bad data: {0}")]
     BadData(&'static str),
     /// A chunk whose offset lies outside every layer.
@@ -64,24 +80,49 @@ pub enum CodecError {
     Filter(#[from] FilterError),
 }
 
-/// A decoded header: the whole filter but its bits.
+/// A blocked filter's header: the whole filter but its bits.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Header {
+pub struct BlockedHeader {
     pub items: u64,
     pub error: f64,
     pub expansion: u32,
     pub layers: Vec<LayerMeta>,
 }
 
+/// A classic filter's header, as RedisBloom writes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClassicHeader {
+    pub items: u64,
+    pub options: u32,
+    pub growth: u32,
+    pub layers: Vec<ClassicMeta>,
+}
+
+/// A decoded header of either kind.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Header {
+    Blocked(BlockedHeader),
+    Classic(ClassicHeader),
+}
+
 impl Header {
-    /// Bytes of all bit arrays together (checked: the decoder refused overflowing totals).
+    /// Each layer's bit array length in bytes.
+    pub fn layer_lengths(&self) -> Vec<u64> {
+        match self {
+            Header::Blocked(h) => h.layers.iter().map(|l| l.geometry.bytes()).collect(),
+            Header::Classic(h) => h.layers.iter().map(ClassicMeta::bytes).collect(),
+        }
+    }
+
+    /// Bytes of all bit arrays together (the decoders refused overflowing totals).
     pub fn bits_bytes(&self) -> u64 {
-        self.layers.iter().map(|l| l.geometry.bytes()).sum()
+        self.layer_lengths().iter().sum()
     }
 
     /// Memory the filter will take once built.
     pub fn memory_bytes(&self) -> u64 {
-        ScalableFilter::overhead_bytes(self.layers.len()).saturating_add(self.bits_bytes())
+        let layers = self.layer_lengths().len();
+        ScalableFilter::overhead_bytes(layers).saturating_add(self.bits_bytes())
     }
 }
 
@@ -90,9 +131,20 @@ pub fn is_layerbloom_header(bytes: &[u8]) -> bool {
     bytes.starts_with(&MAGIC)
 }
 
-/// Encodes a filter's header.
+/// Encodes a filter's `BF.SCANDUMP` header: layerbloom's for a blocked filter, RedisBloom's
+/// for a classic one.
 pub fn encode_header(filter: &ScalableFilter) -> Vec<u8> {
-    let layers = filter.layers();
+    match filter.layers() {
+        Layers::Blocked(layers) => encode_blocked_header(filter, layers),
+        Layers::Classic {
+            options,
+            growth,
+            layers,
+        } => encode_classic_header(filter.items(), *options, *growth, layers),
+    }
+}
+
+fn encode_blocked_header(filter: &ScalableFilter, layers: &[BlockedLayer]) -> Vec<u8> {
     let mut out = Vec::with_capacity(CHAIN_BYTES + LAYER_BYTES * layers.len());
     out.extend_from_slice(&MAGIC);
     out.push(FORMAT_VERSION);
@@ -114,12 +166,37 @@ pub fn encode_header(filter: &ScalableFilter) -> Vec<u8> {
     out
 }
 
+fn encode_classic_header(
+    items: u64,
+    options: u32,
+    growth: u32,
+    layers: &[ClassicLayer],
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(RB_CHAIN_BYTES + RB_LAYER_BYTES * layers.len());
+    out.extend_from_slice(&items.to_le_bytes());
+    out.extend_from_slice(&(layers.len() as u32).to_le_bytes());
+    out.extend_from_slice(&options.to_le_bytes());
+    out.extend_from_slice(&growth.to_le_bytes());
+    for layer in layers {
+        let m = layer.meta();
+        out.extend_from_slice(&m.bytes().to_le_bytes());
+        out.extend_from_slice(&m.bits.to_le_bytes());
+        out.extend_from_slice(&m.size.to_le_bytes());
+        out.extend_from_slice(&m.error.to_le_bytes());
+        out.extend_from_slice(&m.bpe.to_le_bytes());
+        out.extend_from_slice(&m.hashes.to_le_bytes());
+        out.extend_from_slice(&m.entries.to_le_bytes());
+        out.push(m.n2);
+    }
+    out
+}
+
 /// Reads little-endian fields off the front of a byte slice.
 struct Reader<'a> {
     bytes: &'a [u8],
 }
 
-impl<'a> Reader<'a> {
+impl Reader<'_> {
     fn take<const N: usize>(&mut self) -> Result<[u8; N], CodecError> {
         let (head, rest) = self
             .bytes
@@ -153,8 +230,26 @@ fn is_rate(x: f64) -> bool {
     x > 0.0 && x < 1.0
 }
 
-/// Decodes and validates a header.
+/// Adds a layer's bytes to a running total, refusing totals no allocation could hold.
+fn add_bytes(total: u64, bytes: u64) -> Result<u64, CodecError> {
+    total
+        .checked_add(bytes)
+        .filter(|&b| b <= isize::MAX as u64)
+        .ok_or(CodecError::BadData("layers are too large"))
+}
+
+/// Decodes and validates a `BF.LOADCHUNK` header of either kind. RedisBloom's is checked as
+/// strictly as RedisBloom checks it.
 pub fn decode_header(bytes: &[u8]) -> Result<Header, CodecError> {
+    if is_layerbloom_header(bytes) {
+        decode_blocked_header(bytes).map(Header::Blocked)
+    } else {
+        decode_classic_header(bytes, Strictness::LoadChunk).map(|(h, _)| Header::Classic(h))
+    }
+}
+
+/// Decodes and validates a layerbloom (blocked) header.
+pub fn decode_blocked_header(bytes: &[u8]) -> Result<BlockedHeader, CodecError> {
     let mut r = Reader { bytes };
     if r.take::<8>()? != MAGIC {
         return Err(CodecError::BadData("not a layerbloom header"));
@@ -214,10 +309,7 @@ pub fn decode_header(bytes: &[u8]) -> Result<Header, CodecError> {
         item_sum = item_sum
             .checked_add(layer_items)
             .ok_or(CodecError::BadData("item counts overflow"))?;
-        byte_sum = byte_sum
-            .checked_add(geometry.bytes())
-            .filter(|&b| b <= isize::MAX as u64)
-            .ok_or(CodecError::BadData("layers are too large"))?;
+        byte_sum = add_bytes(byte_sum, geometry.bytes())?;
         layers.push(LayerMeta {
             capacity,
             error: layer_error,
@@ -230,12 +322,106 @@ pub fn decode_header(bytes: &[u8]) -> Result<Header, CodecError> {
             "item count differs from the layers' sum",
         ));
     }
-    Ok(Header {
+    Ok(BlockedHeader {
         items,
         error,
         expansion,
         layers,
     })
+}
+
+/// How strictly RedisBloom's header is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strictness {
+    /// As RedisBloom's `BF.LOADCHUNK`: unknown option bits and an item total that is not the
+    /// sum of the layers' are refused.
+    LoadChunk,
+    /// As RedisBloom's RDB loader: those two are accepted (with a warning), so that every
+    /// value RedisBloom loads loads here too.
+    Rdb,
+}
+
+/// Something odd but safe found while loading, worth a log line.
+pub type Warning = &'static str;
+
+/// Checks a classic chain's fields; returns the warnings of a lax load.
+fn check_classic_chain(
+    items: u64,
+    options: u32,
+    layers: &[ClassicMeta],
+    strictness: Strictness,
+) -> Result<Vec<Warning>, CodecError> {
+    let mut warnings = Vec::new();
+    if layers.is_empty() {
+        return Err(CodecError::BadData("a filter has at least one layer"));
+    }
+    if options & !KNOWN_OPTIONS != 0 {
+        match strictness {
+            Strictness::LoadChunk => return Err(CodecError::BadData("unknown option bits")),
+            Strictness::Rdb => warnings.push("unknown option bits, ignored"),
+        }
+    }
+    let sizes = layers
+        .iter()
+        .try_fold(0u64, |sum, l| sum.checked_add(l.size))
+        .ok_or(CodecError::BadData("item counts overflow"))?;
+    if sizes != items {
+        match strictness {
+            Strictness::LoadChunk => {
+                return Err(CodecError::BadData(
+                    "item count differs from the layers' sum",
+                ))
+            }
+            Strictness::Rdb => {
+                warnings.push("item count differs from the sum of the layers' counts")
+            }
+        }
+    }
+    Ok(warnings)
+}
+
+/// Decodes RedisBloom's header (the first `BF.SCANDUMP` chunk of a RedisBloom filter).
+pub fn decode_classic_header(
+    bytes: &[u8],
+    strictness: Strictness,
+) -> Result<(ClassicHeader, Vec<Warning>), CodecError> {
+    let mut r = Reader { bytes };
+    let items = r.u64()?;
+    let count = r.u32()? as usize;
+    let options = r.u32()?;
+    let growth = r.u32()?;
+    if r.bytes.len() != count.saturating_mul(RB_LAYER_BYTES) {
+        return Err(CodecError::BadData(
+            "header length does not match its layer count",
+        ));
+    }
+    let mut layers = Vec::with_capacity(count);
+    let mut byte_sum = 0u64;
+    for _ in 0..count {
+        let bytes = r.u64()?;
+        let meta = ClassicMeta {
+            bits: r.u64()?,
+            size: r.u64()?,
+            error: r.f64()?,
+            bpe: r.f64()?,
+            hashes: r.u32()?,
+            entries: r.u64()?,
+            n2: r.u8()?,
+        };
+        meta.check(bytes).map_err(CodecError::BadData)?;
+        byte_sum = add_bytes(byte_sum, bytes)?;
+        layers.push(meta);
+    }
+    let warnings = check_classic_chain(items, options, &layers, strictness)?;
+    Ok((
+        ClassicHeader {
+            items,
+            options,
+            growth,
+            layers,
+        },
+        warnings,
+    ))
 }
 
 /// A filter with the header's layers and all bits zero, to be filled by `load_chunk`.
@@ -249,17 +435,25 @@ pub fn filter_from_header(header: &Header, max_bytes: u64) -> Result<ScalableFil
         }
         .into());
     }
-    let mut layers = try_vec(header.layers.len())?;
-    for meta in &header.layers {
-        let blocks = zeroed_blocks(meta.geometry.blocks)?;
-        layers.push(BlockedLayer::from_parts(*meta, blocks));
-    }
-    Ok(ScalableFilter::from_parts(
-        layers,
-        header.items,
-        header.error,
-        header.expansion,
-    ))
+    Ok(match header {
+        Header::Blocked(h) => {
+            let mut layers = try_vec(h.layers.len())?;
+            for meta in &h.layers {
+                layers.push(BlockedLayer::from_parts(
+                    *meta,
+                    zeroed_blocks(meta.geometry.blocks)?,
+                ));
+            }
+            ScalableFilter::from_blocked(layers, h.items, h.error, h.expansion)
+        }
+        Header::Classic(h) => {
+            let mut layers = try_vec(h.layers.len())?;
+            for meta in &h.layers {
+                layers.push(ClassicLayer::from_parts(*meta, zeroed_bytes(meta.bytes())?));
+            }
+            ScalableFilter::from_classic(layers, h.items, h.options, h.growth)
+        }
+    })
 }
 
 fn try_vec<T>(n: usize) -> Result<Vec<T>, FilterError> {
@@ -272,10 +466,10 @@ fn try_vec<T>(n: usize) -> Result<Vec<T>, FilterError> {
 }
 
 /// Where a byte offset into the concatenated bit arrays falls: `(layer, offset in layer)`.
-fn locate(filter: &ScalableFilter, offset: u64) -> Option<(usize, u64)> {
+fn locate(lengths: &[usize], offset: u64) -> Option<(usize, u64)> {
     let mut start = 0u64;
-    for (i, layer) in filter.layers().iter().enumerate() {
-        let len = layer.geometry().bytes();
+    for (i, &len) in lengths.iter().enumerate() {
+        let len = len as u64;
         if offset < start + len {
             return Some((i, offset - start));
         }
@@ -290,10 +484,12 @@ pub fn dump_chunk(filter: &ScalableFilter, it: i64) -> (i64, &[u8]) {
     let Some(offset) = u64::try_from(it).ok().and_then(|it| it.checked_sub(1)) else {
         return (0, &[]);
     };
-    let Some((index, within)) = locate(filter, offset) else {
+    let arrays = filter.layer_bytes();
+    let lengths: Vec<usize> = arrays.iter().map(|a| a.len()).collect();
+    let Some((index, within)) = locate(&lengths, offset) else {
         return (0, &[]);
     };
-    let bytes = filter.layers()[index].as_bytes();
+    let bytes = arrays[index];
     let within = within as usize;
     let len = (bytes.len() - within).min(MAX_CHUNK_BYTES);
     let next = 1 + offset + len as u64;
@@ -310,21 +506,50 @@ pub fn load_chunk(filter: &mut ScalableFilter, it: i64, data: &[u8]) -> Result<(
         .and_then(|it| it.checked_sub(1))
         .and_then(|end| end.checked_sub(data.len() as u64))
         .ok_or(CodecError::NoLink)?;
-    let (index, within) = locate(filter, offset).ok_or(CodecError::NoLink)?;
-    let layer = &mut filter.layers_mut()[index];
-    if within + data.len() as u64 > layer.geometry().bytes() {
+    let lengths: Vec<usize> = filter.layer_bytes().iter().map(|a| a.len()).collect();
+    let (index, within) = locate(&lengths, offset).ok_or(CodecError::NoLink)?;
+    if within + data.len() as u64 > lengths[index] as u64 {
         return Err(CodecError::TooBig);
     }
-    layer.write_bytes(within as usize, data);
+    filter.write_layer_bytes(index, within as usize, data);
     Ok(())
 }
 
+/// The header string of layerbloom's RDB value for a filter.
+pub fn encode_rdb_header(filter: &ScalableFilter) -> Vec<u8> {
+    match filter.layers() {
+        Layers::Blocked(_) => encode_header(filter),
+        Layers::Classic { .. } => {
+            let mut out = CLASSIC_MAGIC.to_vec();
+            out.extend_from_slice(&encode_header(filter));
+            out
+        }
+    }
+}
+
+/// Decodes the header string of layerbloom's RDB value.
+pub fn decode_rdb_header(bytes: &[u8]) -> Result<(Header, Vec<Warning>), CodecError> {
+    match bytes.strip_prefix(&CLASSIC_MAGIC) {
+        Some(rest) => {
+            decode_classic_header(rest, Strictness::Rdb).map(|(h, w)| (Header::Classic(h), w))
+        }
+        None => decode_blocked_header(bytes).map(|h| (Header::Blocked(h), Vec::new())),
+    }
+}
+
 /// The pieces an RDB value stores after the header, in order.
-pub fn rdb_pieces(filter: &ScalableFilter) -> impl Iterator<Item = &[u8]> {
+pub fn rdb_pieces(filter: &ScalableFilter) -> Vec<&[u8]> {
     filter
-        .layers()
-        .iter()
-        .flat_map(|layer| layer.as_bytes().chunks(RDB_PIECE_BYTES))
+        .layer_bytes()
+        .into_iter()
+        .flat_map(|bytes| bytes.chunks(RDB_PIECE_BYTES))
+        .collect()
+}
+
+/// A layer's bits while its pieces arrive.
+enum Partial {
+    Blocked(Vec<Block>),
+    Classic(Vec<u8>),
 }
 
 /// Rebuilds a filter from an RDB value: the header, then its pieces one at a time. Memory
@@ -332,30 +557,47 @@ pub fn rdb_pieces(filter: &ScalableFilter) -> impl Iterator<Item = &[u8]> {
 /// than the data behind it.
 pub struct FilterLoader {
     header: Header,
-    layers: Vec<BlockedLayer>,
-    current: Vec<Block>,
+    lengths: Vec<u64>,
+    blocked: Vec<BlockedLayer>,
+    classic: Vec<ClassicLayer>,
+    current: Partial,
+    current_len: u64,
 }
 
 impl FilterLoader {
     /// Starts from a decoded header.
     pub fn new(header: Header) -> Result<Self, CodecError> {
-        let layers = try_vec(header.layers.len())?;
+        let lengths = header.layer_lengths();
+        let (blocked, classic, current) = match &header {
+            Header::Blocked(h) => (
+                try_vec(h.layers.len())?,
+                Vec::new(),
+                Partial::Blocked(Vec::new()),
+            ),
+            Header::Classic(h) => (
+                Vec::new(),
+                try_vec(h.layers.len())?,
+                Partial::Classic(Vec::new()),
+            ),
+        };
         Ok(FilterLoader {
             header,
-            layers,
-            current: Vec::new(),
+            lengths,
+            blocked,
+            classic,
+            current,
+            current_len: 0,
         })
     }
 
-    fn current_meta(&self) -> Option<&LayerMeta> {
-        self.header.layers.get(self.layers.len())
+    fn done_layers(&self) -> usize {
+        self.blocked.len() + self.classic.len()
     }
 
     /// The length the next piece must have, or `None` when every piece has been read.
     pub fn next_piece_len(&self) -> Option<usize> {
-        let meta = self.current_meta()?;
-        let left = meta.geometry.bytes() - self.current.len() as u64 * BLOCK_BYTES;
-        Some(left.min(RDB_PIECE_BYTES as u64) as usize)
+        let total = *self.lengths.get(self.done_layers())?;
+        Some((total - self.current_len).min(RDB_PIECE_BYTES as u64) as usize)
     }
 
     /// Takes the next piece, which must have exactly `next_piece_len()` bytes.
@@ -368,29 +610,41 @@ impl FilterLoader {
                 "piece length does not match the header",
             ));
         }
-        let meta = *self.current_meta().expect("checked by next_piece_len");
-        let total = meta.geometry.blocks as usize;
-        let needed = self.current.len() + piece.len() / BLOCK_BYTES as usize;
-        if needed > self.current.capacity() {
-            // Grow geometrically but never past the layer's size.
-            let target = needed.max(self.current.capacity() * 2).min(total);
-            self.current
-                .try_reserve_exact(target - self.current.len())
-                .map_err(|_| FilterError::OutOfMemory {
-                    bytes: (target as u64) * BLOCK_BYTES,
-                })?;
+        let index = self.done_layers();
+        let total = self.lengths[index] as usize;
+        match &mut self.current {
+            Partial::Blocked(blocks) => {
+                let block = BLOCK_BYTES as usize;
+                grow_toward(blocks, blocks.len() + piece.len() / block, total / block)?;
+                blocks.extend(piece.chunks_exact(block).map(|bytes| {
+                    let mut words = [0u64; 8];
+                    for (w, b) in words.iter_mut().zip(bytes.chunks_exact(8)) {
+                        *w = u64::from_le_bytes(b.try_into().expect("8-byte chunk"));
+                    }
+                    Block(words)
+                }));
+            }
+            Partial::Classic(bytes) => {
+                grow_toward(bytes, bytes.len() + piece.len(), total)?;
+                bytes.extend_from_slice(piece);
+            }
         }
-        self.current
-            .extend(piece.chunks_exact(BLOCK_BYTES as usize).map(|bytes| {
-                let mut words = [0u64; 8];
-                for (w, b) in words.iter_mut().zip(bytes.chunks_exact(8)) {
-                    *w = u64::from_le_bytes(b.try_into().expect("8-byte chunk"));
+        self.current_len += piece.len() as u64;
+        if self.current_len == total as u64 {
+            self.current_len = 0;
+            match (&self.header, &mut self.current) {
+                (Header::Blocked(h), Partial::Blocked(blocks)) => {
+                    let blocks = std::mem::take(blocks);
+                    self.blocked
+                        .push(BlockedLayer::from_parts(h.layers[index], blocks));
                 }
-                Block(words)
-            }));
-        if self.current.len() == total {
-            let blocks = std::mem::take(&mut self.current);
-            self.layers.push(BlockedLayer::from_parts(meta, blocks));
+                (Header::Classic(h), Partial::Classic(bytes)) => {
+                    let bytes = std::mem::take(bytes);
+                    self.classic
+                        .push(ClassicLayer::from_parts(h.layers[index], bytes));
+                }
+                _ => unreachable!("the partial layer matches the header's kind"),
+            }
         }
         Ok(())
     }
@@ -400,21 +654,36 @@ impl FilterLoader {
         if self.next_piece_len().is_some() {
             return Err(CodecError::BadData("value ends before its last piece"));
         }
-        Ok(ScalableFilter::from_parts(
-            self.layers,
-            self.header.items,
-            self.header.error,
-            self.header.expansion,
-        ))
+        Ok(match self.header {
+            Header::Blocked(h) => {
+                ScalableFilter::from_blocked(self.blocked, h.items, h.error, h.expansion)
+            }
+            Header::Classic(h) => {
+                ScalableFilter::from_classic(self.classic, h.items, h.options, h.growth)
+            }
+        })
     }
 }
 
-/// Decodes an RDB value held whole in memory (header, then pieces): for tests and fuzzing.
+/// Reserves room for `needed` elements, growing geometrically but never past `total`.
+fn grow_toward<T>(v: &mut Vec<T>, needed: usize, total: usize) -> Result<(), FilterError> {
+    if needed > v.capacity() {
+        let target = needed.max(v.capacity() * 2).min(total);
+        v.try_reserve_exact(target - v.len())
+            .map_err(|_| FilterError::OutOfMemory {
+                bytes: (target * std::mem::size_of::<T>()) as u64,
+            })?;
+    }
+    Ok(())
+}
+
+/// Decodes one of layerbloom's RDB values held whole in memory (header, then pieces).
 pub fn decode_value<'a>(
     header: &[u8],
     pieces: impl IntoIterator<Item = &'a [u8]>,
 ) -> Result<ScalableFilter, CodecError> {
-    let mut loader = FilterLoader::new(decode_header(header)?)?;
+    let (header, _) = decode_rdb_header(header)?;
+    let mut loader = FilterLoader::new(header)?;
     let mut pieces = pieces.into_iter();
     while loader.next_piece_len().is_some() {
         let piece = pieces
@@ -428,23 +697,111 @@ pub fn decode_value<'a>(
     loader.finish()
 }
 
+/// The fields of an RDB value, as the module API reads them (`RedisModule_LoadUnsigned`,
+/// `LoadDouble`, `LoadStringBuffer`). Each read fails once the value's data runs out.
+pub trait RdbSource {
+    type Buffer: AsRef<[u8]>;
+    fn unsigned(&mut self) -> Result<u64, CodecError>;
+    fn double(&mut self) -> Result<f64, CodecError>;
+    fn buffer(&mut self) -> Result<Self::Buffer, CodecError>;
+}
+
+/// The highest encoding version RedisBloom writes.
+pub const REDISBLOOM_MAX_ENCVER: i32 = 4;
+
+/// Decodes a RedisBloom RDB value (encoding versions 0 to 4) into a classic filter, with the
+/// warnings worth logging. Accepts every value RedisBloom's loader accepts that is safe to
+/// use; refuses values whose layers would index outside their buffers.
+pub fn decode_redisbloom_value<S: RdbSource>(
+    src: &mut S,
+    encver: i32,
+) -> Result<(ScalableFilter, Vec<Warning>), CodecError> {
+    if !(0..=REDISBLOOM_MAX_ENCVER).contains(&encver) {
+        return Err(CodecError::BadData("unknown RedisBloom encoding version"));
+    }
+    let items = src.unsigned()?;
+    let count = src.unsigned()?;
+    let options = if encver >= 2 { src.unsigned()? } else { 0 };
+    let growth = if encver >= 4 { src.unsigned()? } else { 2 };
+    let options =
+        u32::try_from(options).map_err(|_| CodecError::BadData("options out of range"))?;
+    let growth = u32::try_from(growth).map_err(|_| CodecError::BadData("growth out of range"))?;
+    if count == 0 {
+        return Err(CodecError::BadData("a filter has at least one layer"));
+    }
+    // The count is not trusted for an allocation: layers are pushed as they are read, and
+    // each needs a non-empty bit array from the data.
+    let mut layers: Vec<ClassicLayer> = Vec::new();
+    let mut metas = Vec::new();
+    for _ in 0..count {
+        let entries = src.unsigned()?;
+        let error = src.double()?;
+        let hashes = src.unsigned()?;
+        let bpe = src.double()?;
+        let (bits, n2) = if encver >= 1 {
+            (src.unsigned()?, src.unsigned()?)
+        } else {
+            ((entries as f64 * bpe) as u64, 0)
+        };
+        let buffer = src.buffer()?;
+        let buffer = buffer.as_ref();
+        let size = src.unsigned()?;
+        let meta = ClassicMeta {
+            entries,
+            error,
+            bpe,
+            hashes: u32::try_from(hashes)
+                .map_err(|_| CodecError::BadData("layer hash count out of range"))?,
+            bits,
+            n2: u8::try_from(n2)
+                .map_err(|_| CodecError::BadData("layer power of two out of range"))?,
+            size,
+        };
+        meta.check(buffer.len() as u64)
+            .map_err(CodecError::BadData)?;
+        let mut bytes = zeroed_bytes(0)?;
+        bytes
+            .try_reserve_exact(buffer.len())
+            .map_err(|_| FilterError::OutOfMemory {
+                bytes: buffer.len() as u64,
+            })?;
+        bytes.extend_from_slice(buffer);
+        layers
+            .try_reserve_exact(1)
+            .map_err(|_| FilterError::OutOfMemory { bytes: 0 })?;
+        layers.push(ClassicLayer::from_parts(meta, bytes));
+        metas.push(meta);
+    }
+    let warnings = check_classic_chain(items, options, &metas, Strictness::Rdb)?;
+    Ok((
+        ScalableFilter::from_classic(layers, items, options, growth),
+        warnings,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::FilterSpec;
-    use crate::hash::ItemHash;
+    use crate::chain::{FilterSpec, Layout};
 
-    fn filled(capacity: u64, error: f64, expansion: u32, n: u64) -> ScalableFilter {
-        let spec = FilterSpec {
-            capacity,
-            error,
-            expansion,
-        };
+    fn filled_with(spec: FilterSpec, n: u64) -> ScalableFilter {
         let mut f = ScalableFilter::new(spec, u64::MAX).unwrap();
         for i in 0..n {
-            let _ = f.add(&ItemHash::of(&i.to_le_bytes()), u64::MAX);
+            let _ = f.add(&i.to_le_bytes(), u64::MAX);
         }
         f
+    }
+
+    fn filled(capacity: u64, error: f64, expansion: u32, n: u64) -> ScalableFilter {
+        filled_with(FilterSpec::new(capacity, error, expansion), n)
+    }
+
+    fn classic(capacity: u64, error: f64, expansion: u32, n: u64) -> ScalableFilter {
+        let spec = FilterSpec {
+            layout: Layout::Classic,
+            ..FilterSpec::new(capacity, error, expansion)
+        };
+        filled_with(spec, n)
     }
 
     /// A stored byte fixture of format version 1, so a change to the format cannot go
@@ -466,7 +823,7 @@ mod tests {
     fn version_1_header_fixture_decodes_and_reencodes() {
         let f = filled(2, 0.01, 0, 1);
         assert_eq!(encode_header(&f), V1_HEADER);
-        let h = decode_header(&V1_HEADER).unwrap();
+        let h = decode_blocked_header(&V1_HEADER).unwrap();
         assert_eq!(h.items, 1);
         assert_eq!(h.expansion, 0);
         assert_eq!(h.layers[0].geometry.blocks_per_item, 1);
@@ -480,9 +837,10 @@ mod tests {
             filled(1000, 1e-6, 0, 500),
             filled(1, 0.25, 1, 40),
             filled(10, 0.01, 2, 0),
+            classic(100, 0.01, 2, 1000),
+            classic(50, 0.001, 0, 60),
         ] {
-            let header = encode_header(&f);
-            let back = decode_value(&header, rdb_pieces(&f)).unwrap();
+            let back = decode_value(&encode_rdb_header(&f), rdb_pieces(&f)).unwrap();
             assert_eq!(back, f);
             assert_eq!(back.memory_usage(), f.memory_usage());
         }
@@ -492,40 +850,41 @@ mod tests {
     fn large_layers_are_split_into_pieces_and_rebuilt() {
         // 80 MiB of bits: two pieces.
         let f = filled(70_000_000, 0.01, 0, 1000);
-        let pieces: Vec<&[u8]> = rdb_pieces(&f).collect();
+        let pieces = rdb_pieces(&f);
         assert_eq!(pieces.len(), 2);
         assert_eq!(pieces[0].len(), RDB_PIECE_BYTES);
-        let back = decode_value(&encode_header(&f), pieces).unwrap();
+        let back = decode_value(&encode_rdb_header(&f), pieces).unwrap();
         assert_eq!(back, f);
-        assert_eq!(back.layers()[0].bytes(), f.layers()[0].bytes());
+        assert_eq!(back.memory_usage(), f.memory_usage());
     }
 
     #[test]
     fn scandump_chunks_replay_into_an_identical_filter() {
-        let f = filled(100, 0.01, 2, 2000);
-        let mut it = 1i64;
-        let mut chunks = Vec::new();
-        loop {
-            let (next, data) = dump_chunk(&f, it);
-            if next == 0 {
-                break;
+        for f in [filled(100, 0.01, 2, 2000), classic(100, 0.01, 2, 2000)] {
+            let mut it = 1i64;
+            let mut chunks = Vec::new();
+            loop {
+                let (next, data) = dump_chunk(&f, it);
+                if next == 0 {
+                    break;
+                }
+                chunks.push((next, data.to_vec()));
+                it = next;
             }
-            chunks.push((next, data.to_vec()));
-            it = next;
+            assert_eq!(chunks.len(), f.layer_count());
+            let header = decode_header(&encode_header(&f)).unwrap();
+            let mut g = filter_from_header(&header, u64::MAX).unwrap();
+            for (it, data) in &chunks {
+                load_chunk(&mut g, *it, data).unwrap();
+            }
+            assert_eq!(g, f);
         }
-        assert_eq!(chunks.len(), f.layers().len());
-        let header = decode_header(&encode_header(&f)).unwrap();
-        let mut g = filter_from_header(&header, u64::MAX).unwrap();
-        for (it, data) in &chunks {
-            load_chunk(&mut g, *it, data).unwrap();
-        }
-        assert_eq!(g, f);
     }
 
     #[test]
     fn chunks_never_exceed_16_mib_or_cross_a_layer() {
         let f = filled(20_000_000, 0.01, 0, 10);
-        let total = f.layers()[0].as_bytes().len();
+        let total = f.layer_bytes()[0].len();
         let (next, first) = dump_chunk(&f, 1);
         assert_eq!(first.len(), MAX_CHUNK_BYTES);
         let (next2, second) = dump_chunk(&f, next);
@@ -539,14 +898,11 @@ mod tests {
     fn chunks_at_bad_offsets_are_refused_without_change() {
         let mut f = filled(100, 0.01, 2, 150);
         let before = f.clone();
-        let first_len = f.layers()[0].as_bytes().len() as i64;
-        let total: i64 = f.layers().iter().map(|l| l.as_bytes().len() as i64).sum();
-        // Past the end.
+        let first_len = f.layer_bytes()[0].len() as i64;
+        let total: i64 = f.layer_bytes().iter().map(|l| l.len() as i64).sum();
         assert_eq!(load_chunk(&mut f, total + 2, &[1]), Err(CodecError::NoLink));
-        // Negative offset.
         assert_eq!(load_chunk(&mut f, 2, &[1, 2]), Err(CodecError::NoLink));
         assert_eq!(load_chunk(&mut f, i64::MIN, &[1]), Err(CodecError::NoLink));
-        // Starting in layer 0 and running into layer 1.
         assert_eq!(
             load_chunk(&mut f, 1 + first_len + 1, &[0xff, 0xff]),
             Err(CodecError::TooBig)
@@ -559,15 +915,15 @@ mod tests {
     }
 
     #[test]
-    fn headers_are_validated_field_by_field() {
+    fn blocked_headers_are_validated_field_by_field() {
         let good = encode_header(&filled(100, 0.01, 2, 300));
         assert!(decode_header(&good).is_ok());
         let field = |offset: usize, bytes: &[u8]| {
             let mut h = good.clone();
             h[offset..offset + bytes.len()].copy_from_slice(bytes);
-            decode_header(&h)
+            decode_blocked_header(&h)
         };
-        let bad = |r: Result<Header, CodecError>| matches!(r, Err(CodecError::BadData(_)));
+        let bad = |r: Result<BlockedHeader, CodecError>| matches!(r, Err(CodecError::BadData(_)));
         assert!(bad(field(0, b"X")), "magic");
         assert!(bad(field(8, &[2])), "version");
         assert!(bad(field(9, &[1])), "reserved");
@@ -591,18 +947,55 @@ mod tests {
         assert!(bad(field(36 + 33, &[65])), "too many hashes");
         assert!(bad(field(36 + 34, &[1])), "layer reserved");
         for n in 0..good.len() {
-            assert!(bad(decode_header(&good[..n])), "truncated at {n}");
+            assert!(bad(decode_blocked_header(&good[..n])), "truncated at {n}");
         }
         let mut longer = good.clone();
         longer.push(0);
-        assert!(bad(decode_header(&longer)));
+        assert!(bad(decode_blocked_header(&longer)));
+    }
+
+    #[test]
+    fn redisbloom_headers_are_checked_as_redisbloom_checks_them() {
+        let good = encode_header(&classic(100, 0.01, 2, 300));
+        assert!(matches!(decode_header(&good), Ok(Header::Classic(_))));
+        let with = |offset: usize, bytes: &[u8]| {
+            let mut h = good.clone();
+            h[offset..offset + bytes.len()].copy_from_slice(bytes);
+            h
+        };
+        // Unknown option bits and a wrong total: refused by LOADCHUNK, accepted by RDB.
+        for h in [
+            with(12, &(5u32 | 16).to_le_bytes()),
+            with(0, &1u64.to_le_bytes()),
+        ] {
+            assert!(decode_header(&h).is_err());
+            let (_, warnings) = decode_classic_header(&h, Strictness::Rdb).unwrap();
+            assert_eq!(warnings.len(), 1);
+        }
+        // Unsafe in any mode: bits that do not match the buffer, zero layers, bad rates.
+        let layer = 20;
+        for h in [
+            with(layer, &1u64.to_le_bytes()),
+            with(layer + 8, &0u64.to_le_bytes()),
+            with(layer + 24, &1.5f64.to_le_bytes()),
+            with(layer + 24, &f64::NAN.to_le_bytes()),
+            with(layer + 40, &0u32.to_le_bytes()),
+            with(layer + 52, &[64]),
+            with(8, &0u32.to_le_bytes()),
+            with(8, &1000u32.to_le_bytes()),
+        ] {
+            assert!(decode_classic_header(&h, Strictness::Rdb).is_err());
+        }
+        for n in 0..good.len() {
+            assert!(decode_header(&good[..n]).is_err(), "truncated at {n}");
+        }
     }
 
     #[test]
     fn pieces_of_the_wrong_length_or_count_are_refused() {
         let f = filled(100, 0.01, 2, 300);
-        let header = encode_header(&f);
-        let pieces: Vec<&[u8]> = rdb_pieces(&f).collect();
+        let header = encode_rdb_header(&f);
+        let pieces = rdb_pieces(&f);
         assert!(decode_value(&header, pieces[..1].iter().copied()).is_err());
         let mut extra = pieces.clone();
         extra.push(&[0u8; 64]);
@@ -634,9 +1027,100 @@ mod tests {
     #[test]
     fn layerbloom_headers_are_told_from_redisbloom_ones() {
         assert!(is_layerbloom_header(&V1_HEADER));
-        // RedisBloom's header starts with its item count.
-        let mut rb = 1234u64.to_le_bytes().to_vec();
-        rb.extend_from_slice(&[0; 65]);
-        assert!(!is_layerbloom_header(&rb));
+        assert!(!is_layerbloom_header(&encode_header(&classic(
+            10, 0.01, 2, 5
+        ))));
+    }
+
+    /// An in-memory RDB value for the RedisBloom decoder.
+    enum Field {
+        U(u64),
+        D(f64),
+        B(Vec<u8>),
+    }
+
+    struct Fields(std::vec::IntoIter<Field>);
+
+    impl RdbSource for Fields {
+        type Buffer = Vec<u8>;
+        fn unsigned(&mut self) -> Result<u64, CodecError> {
+            match self.0.next() {
+                Some(Field::U(v)) => Ok(v),
+                _ => Err(CodecError::BadData("expected an unsigned")),
+            }
+        }
+        fn double(&mut self) -> Result<f64, CodecError> {
+            match self.0.next() {
+                Some(Field::D(v)) => Ok(v),
+                _ => Err(CodecError::BadData("expected a double")),
+            }
+        }
+        fn buffer(&mut self) -> Result<Vec<u8>, CodecError> {
+            match self.0.next() {
+                Some(Field::B(v)) => Ok(v),
+                _ => Err(CodecError::BadData("expected a buffer")),
+            }
+        }
+    }
+
+    /// The encver-4 fields of a classic filter, as RedisBloom saves them.
+    fn v4_fields(f: &ScalableFilter) -> Vec<Field> {
+        let Layers::Classic {
+            options,
+            growth,
+            layers,
+        } = f.layers()
+        else {
+            panic!("classic")
+        };
+        let mut out = vec![
+            Field::U(f.items()),
+            Field::U(layers.len() as u64),
+            Field::U(u64::from(*options)),
+            Field::U(u64::from(*growth)),
+        ];
+        for l in layers {
+            let m = l.meta();
+            out.extend([
+                Field::U(m.entries),
+                Field::D(m.error),
+                Field::U(u64::from(m.hashes)),
+                Field::D(m.bpe),
+                Field::U(m.bits),
+                Field::U(u64::from(m.n2)),
+                Field::B(l.as_bytes().to_vec()),
+                Field::U(m.size),
+            ]);
+        }
+        out
+    }
+
+    #[test]
+    fn redisbloom_encver_4_values_load_as_the_same_classic_filter() {
+        let f = classic(10, 0.01, 2, 100);
+        let (g, warnings) =
+            decode_redisbloom_value(&mut Fields(v4_fields(&f).into_iter()), 4).unwrap();
+        assert_eq!(g, f);
+        assert!(warnings.is_empty());
+        assert!((0..100u64).all(|i| g.contains(&i.to_le_bytes())));
+    }
+
+    #[test]
+    fn truncated_or_hostile_redisbloom_values_are_refused() {
+        let f = classic(10, 0.01, 2, 100);
+        let fields = v4_fields(&f);
+        for cut in 0..fields.len() {
+            let mut partial = v4_fields(&f);
+            partial.truncate(cut);
+            assert!(
+                decode_redisbloom_value(&mut Fields(partial.into_iter()), 4).is_err(),
+                "cut {cut}"
+            );
+        }
+        // A layer count of 2^63 with one layer's worth of data fails on the missing data.
+        let mut huge = v4_fields(&f);
+        huge[1] = Field::U(1 << 63);
+        assert!(decode_redisbloom_value(&mut Fields(huge.into_iter()), 4).is_err());
+        assert!(decode_redisbloom_value(&mut Fields(v4_fields(&f).into_iter()), 5).is_err());
     }
 }

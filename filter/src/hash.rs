@@ -40,6 +40,61 @@ pub(crate) fn mix64(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// MurmurHash64A (Austin Appleby, public domain), RedisBloom's 64-bit item hash.
+pub fn murmur64a(data: &[u8], seed: u64) -> u64 {
+    const M: u64 = 0xc6a4_a793_5bd1_e995;
+    const R: u32 = 47;
+    let mut h = seed ^ (data.len() as u64).wrapping_mul(M);
+    let mut blocks = data.chunks_exact(8);
+    for block in &mut blocks {
+        let mut k = u64::from_le_bytes(block.try_into().expect("8-byte block"));
+        k = k.wrapping_mul(M);
+        k ^= k >> R;
+        k = k.wrapping_mul(M);
+        h ^= k;
+        h = h.wrapping_mul(M);
+    }
+    let tail = blocks.remainder();
+    if !tail.is_empty() {
+        for (i, &byte) in tail.iter().enumerate() {
+            h ^= u64::from(byte) << (8 * i);
+        }
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> R;
+    h = h.wrapping_mul(M);
+    h ^= h >> R;
+    h
+}
+
+/// MurmurHash2, 32-bit (Austin Appleby, public domain), the item hash of RedisBloom filters
+/// written before it forced 64-bit hashing.
+pub fn murmur2_32(data: &[u8], seed: u32) -> u32 {
+    const M: u32 = 0x5bd1_e995;
+    const R: u32 = 24;
+    let mut h = seed ^ data.len() as u32;
+    let mut blocks = data.chunks_exact(4);
+    for block in &mut blocks {
+        let mut k = u32::from_le_bytes(block.try_into().expect("4-byte block"));
+        k = k.wrapping_mul(M);
+        k ^= k >> R;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M);
+        h ^= k;
+    }
+    let tail = blocks.remainder();
+    if !tail.is_empty() {
+        for (i, &byte) in tail.iter().enumerate() {
+            h ^= u32::from(byte) << (8 * i);
+        }
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(M);
+    h ^= h >> 15;
+    h
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
