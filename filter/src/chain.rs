@@ -116,6 +116,10 @@ pub struct LayerSummary {
     pub bytes: u64,
     pub set_bits: u64,
     pub total_bits: u64,
+    /// Bit positions each item sets (blocked: blocks per item × bits per block).
+    pub hashes: u32,
+    /// Blocks each item touches (1 for a classic layer, which has no blocks).
+    pub blocks_per_item: u32,
 }
 
 fn try_vec<T>(n: usize) -> Result<Vec<T>, FilterError> {
@@ -387,6 +391,8 @@ impl ScalableFilter {
                     bytes: l.geometry().bytes(),
                     set_bits: l.set_bits(),
                     total_bits: l.total_bits(),
+                    hashes: l.geometry().blocks_per_item * l.geometry().hashes_per_block,
+                    blocks_per_item: l.geometry().blocks_per_item,
                 })
                 .collect(),
             Layers::Classic { layers, .. } => layers
@@ -398,6 +404,8 @@ impl ScalableFilter {
                     bytes: l.meta().bytes(),
                     set_bits: l.set_bits(),
                     total_bits: l.meta().bits,
+                    hashes: l.meta().hashes,
+                    blocks_per_item: 1,
                 })
                 .collect(),
         }
