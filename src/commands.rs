@@ -3,9 +3,9 @@
 
 use layerbloom_filter::classic::format_g;
 use layerbloom_filter::codec;
-use layerbloom_filter::{FilterSpec, Layers, ScalableFilter};
+use layerbloom_filter::{FilterSpec, Layers, Layout, ScalableFilter};
 use redis_module::key::{RedisKey, RedisKeyWritable};
-use redis_module::{Context, KeyType, RedisString};
+use redis_module::{Context, ContextFlags, KeyType, RedisString};
 
 use crate::args::{self, InfoField};
 use crate::config;
@@ -51,6 +51,21 @@ fn store_filter(
     write_filter(key)?.ok_or(BfError::Internal)
 }
 
+/// The layout of a filter a command creates. layerbloom propagates its own creations as
+/// `BF.LOADCHUNK` headers, so a creating BF.RESERVE / BF.INSERT / BF.ADD replayed from the AOF
+/// or sent by a primary was written by RedisBloom: it is rebuilt as RedisBloom built it, so a
+/// migrated AOF answers exactly as before.
+fn creation_layout(ctx: &Context) -> Layout {
+    if ctx
+        .get_flags()
+        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
+    {
+        Layout::Classic
+    } else {
+        config::layout()
+    }
+}
+
 /// RedisBloom lowers error rates above a quarter; the client is not told, so the log is.
 fn cap_error_rate(ctx: &Context, key: &RedisString, mut spec: FilterSpec) -> FilterSpec {
     if spec.error > args::MAX_ERROR_RATE {
@@ -75,7 +90,7 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
         return Err(BfError::ItemExists);
     }
     let spec = FilterSpec {
-        layout: config::layout(),
+        layout: creation_layout(ctx),
         ..cap_error_rate(ctx, &args[1], spec)
     };
     let filter =
@@ -135,7 +150,10 @@ fn add_items(
     let (filter, created) = match write_filter(&key)? {
         Some(filter) => (filter, None),
         None => {
-            let spec = cap_error_rate(ctx, key_name, create.ok_or(BfError::NotFound)?);
+            let spec = FilterSpec {
+                layout: creation_layout(ctx),
+                ..cap_error_rate(ctx, key_name, create.ok_or(BfError::NotFound)?)
+            };
             let filter = ScalableFilter::new(spec, limit).map_err(BfError::from_create)?;
             let header = codec::encode_header(&filter);
             (store_filter(&key, filter)?, Some(header))
@@ -146,24 +164,21 @@ fn add_items(
         // An error ends the array early, so its length is only known at the end.
         reply.postponed_array();
     }
+    // The batch path has exactly the effect of adding the items one by one.
+    let results = filter.add_many(items, limit);
     let mut added: Vec<&[u8]> = Vec::with_capacity(items.len());
-    let mut replied = 0;
-    for &item in items {
-        replied += 1;
-        match filter.add(item, limit) {
+    for (&item, result) in items.iter().zip(&results) {
+        match result {
             Ok(true) => {
                 added.push(item);
                 reply.boolean(true);
             }
             Ok(false) => reply.boolean(false),
-            Err(e) => {
-                reply.error(&BfError::from_add(e));
-                break;
-            }
+            Err(e) => reply.error(&BfError::from_add(e.clone())),
         }
     }
     if multi {
-        reply.set_array_len(replied);
+        reply.set_array_len(results.len());
     }
     propagate::after_write(
         ctx,
@@ -196,9 +211,17 @@ fn check_items(ctx: &Context, args: &[RedisString], multi: bool) -> CommandResul
     if multi {
         reply.array(items.len());
     }
-    for item in items {
-        let found = filter.is_some_and(|f| f.contains(item.as_slice()));
-        reply.boolean(found);
+    match filter {
+        Some(f) if multi => {
+            let items: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
+            for found in f.contains_many(&items) {
+                reply.boolean(found);
+            }
+        }
+        Some(f) => items
+            .iter()
+            .for_each(|i| reply.boolean(f.contains(i.as_slice()))),
+        None => items.iter().for_each(|_| reply.boolean(false)),
     }
     Ok(())
 }

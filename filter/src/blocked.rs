@@ -40,7 +40,14 @@ const _: () = assert!(std::mem::align_of::<Block>() == 64);
 compile_error!("layerbloom's persisted formats assume a little-endian target");
 
 /// A 512-bit probe mask for one block.
-type Mask = [u64; WORDS];
+pub type Mask = [u64; WORDS];
+
+/// The mask of an item's first block in any layer setting `k` bits per block (the position
+/// stream depends only on the hash): a chain computes it once for all its layers of that `k`.
+#[inline]
+pub fn first_mask(hash: &ItemHash, k: u32) -> Mask {
+    Positions::new(hash.hi).mask(k)
+}
 
 /// The stream of 9-bit in-block positions of one item.
 struct Positions {
@@ -88,6 +95,18 @@ impl Positions {
     }
 }
 
+/// Asks the CPU to start loading a cache line; it never faults, whatever the address.
+#[inline(always)]
+pub(crate) fn prefetch(ptr: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is a hint with no architectural effect; any address is allowed.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(ptr.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = ptr;
+}
+
 /// The block an item's slot `slot` lives in.
 #[inline]
 fn block_index(hash: &ItemHash, slot: u32, blocks: u64) -> usize {
@@ -130,8 +149,42 @@ pub(crate) fn zeroed_blocks(count: u64) -> Result<Vec<Block>, FilterError> {
     let mut v: Vec<Block> = Vec::new();
     v.try_reserve_exact(n)
         .map_err(|_| FilterError::OutOfMemory { bytes })?;
+    advise_huge_pages(&v);
     v.resize(n, Block::default());
     Ok(v)
+}
+
+/// Arrays at least this large are backed by huge pages where the kernel allows it.
+const HUGE_PAGE: usize = 2 << 20;
+
+/// Asks the kernel to back a large block array's reserved capacity with transparent huge
+/// pages, before the pages are first touched. A lookup in a large filter costs one cache miss
+/// and one TLB miss; with 4 KiB pages the TLB miss (a page walk) costs as much as the cache
+/// miss, with 2 MiB pages a few hundred of them cover a whole filter. Only a hint: failure
+/// (no THP, other kernels) changes nothing but speed.
+pub(crate) fn advise_huge_pages(v: &Vec<Block>) {
+    let len = v.capacity() * BLOCK_BYTES as usize;
+    if len < 2 * HUGE_PAGE {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        let start = v.as_ptr() as usize;
+        let aligned = start.next_multiple_of(HUGE_PAGE);
+        let end = (start + len) / HUGE_PAGE * HUGE_PAGE;
+        if end > aligned {
+            // SAFETY: the range lies inside the vector's own allocation and is aligned to the
+            // huge page size; MADV_HUGEPAGE only changes how the kernel backs those pages, not
+            // their contents, validity or ownership.
+            unsafe {
+                libc::madvise(
+                    aligned as *mut libc::c_void,
+                    end - aligned,
+                    libc::MADV_HUGEPAGE,
+                );
+            }
+        }
+    }
 }
 
 impl BlockedLayer {
@@ -235,6 +288,37 @@ impl BlockedLayer {
     /// Bytes of the bit array.
     pub fn bytes(&self) -> u64 {
         self.blocks.capacity() as u64 * BLOCK_BYTES
+    }
+
+    /// Starts loading the blocks an item will probe, so that several items' (or layers') cache
+    /// misses overlap instead of queueing.
+    #[inline]
+    pub fn prefetch(&self, hash: &ItemHash) {
+        let g = &self.meta.geometry;
+        for slot in 0..g.blocks_per_item {
+            let index = block_index(hash, slot, g.blocks);
+            prefetch(self.blocks[index].0.as_ptr().cast());
+        }
+    }
+
+    /// Starts loading the first block an item probes: the one an absent item is usually
+    /// refused by.
+    #[inline]
+    pub fn prefetch_first(&self, hash: &ItemHash) {
+        let index = block_index(hash, 0, self.meta.geometry.blocks);
+        prefetch(self.blocks[index].0.as_ptr().cast());
+    }
+
+    /// Whether the item's first block holds all of `mask0` (its `first_mask` for this layer's
+    /// `k`); `false` proves the item absent from this layer.
+    #[inline]
+    pub fn first_block_matches(&self, hash: &ItemHash, mask0: &Mask) -> bool {
+        let block = &self.blocks[block_index(hash, 0, self.meta.geometry.blocks)];
+        mask0
+            .iter()
+            .zip(&block.0)
+            .fold(0u64, |acc, (m, b)| acc | (m & !b))
+            == 0
     }
 
     /// Whether every bit of the item's probe is set.

@@ -615,7 +615,11 @@ impl FilterLoader {
         match &mut self.current {
             Partial::Blocked(blocks) => {
                 let block = BLOCK_BYTES as usize;
+                let before = blocks.capacity();
                 grow_toward(blocks, blocks.len() + piece.len() / block, total / block)?;
+                if blocks.capacity() != before {
+                    crate::blocked::advise_huge_pages(blocks);
+                }
                 blocks.extend(piece.chunks_exact(block).map(|bytes| {
                     let mut words = [0u64; 8];
                     for (w, b) in words.iter_mut().zip(bytes.chunks_exact(8)) {

@@ -1,0 +1,345 @@
+//! A load generator for layerbloom through Redis: pipelined commands over loopback, each
+//! measurement interleaved between a blocked filter (layerbloom's layout) and a classic one
+//! (RedisBloom's layer, the baseline) in the same server, medians over rounds, ratios printed.
+//!
+//! `make bench` runs it against a server it starts itself. Directly:
+//! `cargo run --release --example loadgen -- [--items N] [--error P] [--rounds R] [--url URL]`
+//! (defaults: 100000000 items at 0.001, 7 rounds, a server it starts on a free port).
+//! Filters are built in-process with the core crate and shipped with BF.LOADCHUNK, which is
+//! far faster than adding 100 million items through the network.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use layerbloom_filter::{codec, FilterSpec, Layout, ScalableFilter};
+
+struct Options {
+    items: u64,
+    error: f64,
+    rounds: usize,
+    url: Option<String>,
+    pipeline: usize,
+    commands: usize,
+}
+
+fn options() -> Options {
+    let mut o = Options {
+        items: 100_000_000,
+        error: 0.001,
+        rounds: 7,
+        url: None,
+        pipeline: 64,
+        commands: 20_000,
+    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < args.len() {
+        let value = args.get(i + 1).cloned().unwrap_or_default();
+        match args[i].as_str() {
+            "--items" => o.items = value.parse().expect("--items N"),
+            "--error" => o.error = value.parse().expect("--error P"),
+            "--rounds" => o.rounds = value.parse().expect("--rounds R"),
+            "--url" => o.url = Some(value),
+            "--pipeline" => o.pipeline = value.parse().expect("--pipeline N"),
+            "--commands" => o.commands = value.parse().expect("--commands N"),
+            other => panic!("unknown argument {other}"),
+        }
+        i += 2;
+    }
+    o
+}
+
+/// A redis-server with the module, on a free loopback port, killed on drop.
+struct Server {
+    child: Child,
+    port: u16,
+    dir: std::path::PathBuf,
+}
+
+impl Server {
+    fn start() -> Server {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = std::env::temp_dir().join(format!("layerbloom-loadgen-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let module = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target/release/liblayerbloom.so");
+        assert!(module.exists(), "build the module first: make build");
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .arg("--dir")
+            .arg(&dir)
+            .arg("--loadmodule")
+            .arg(&module)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server on PATH");
+        let s = Server { child, port, dir };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while redis::Client::open(s.url())
+            .unwrap()
+            .get_connection()
+            .is_err()
+        {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        s
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn item(tag: u64, i: u64) -> Vec<u8> {
+    format!("{tag}:item:{i:012}").into_bytes()
+}
+
+/// Builds a filter in-process and ships it with BF.LOADCHUNK.
+fn load(con: &mut redis::Connection, key: &str, layout: Layout, o: &Options) {
+    let spec = FilterSpec {
+        layout,
+        ..FilterSpec::new(o.items, o.error, 2)
+    };
+    let mut f = ScalableFilter::new(spec, u64::MAX).unwrap();
+    let mut i = 0;
+    while f.items() < o.items {
+        let batch: Vec<Vec<u8>> = (i..i + 1000).map(|j| item(1, j)).collect();
+        let refs: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+        f.add_many(&refs, u64::MAX);
+        i += 1000;
+    }
+    let _: () = redis::cmd("DEL").arg(key).query(con).unwrap();
+    let _: () = redis::cmd("BF.LOADCHUNK")
+        .arg(key)
+        .arg(1)
+        .arg(codec::encode_header(&f))
+        .query(con)
+        .unwrap();
+    let mut it = 1;
+    loop {
+        let (next, data) = codec::dump_chunk(&f, it);
+        if next == 0 {
+            break;
+        }
+        let _: () = redis::cmd("BF.LOADCHUNK")
+            .arg(key)
+            .arg(next)
+            .arg(data)
+            .query(con)
+            .unwrap();
+        it = next;
+    }
+}
+
+/// Sends `commands` commands built by `make` in pipelines; returns commands per second.
+fn run(con: &mut redis::Connection, o: &Options, mut make: impl FnMut(usize) -> redis::Cmd) -> f64 {
+    let start = Instant::now();
+    let mut sent = 0;
+    while sent < o.commands {
+        let mut pipe = redis::pipe();
+        for n in sent..(sent + o.pipeline).min(o.commands) {
+            pipe.add_command(make(n));
+        }
+        let _: Vec<redis::Value> = pipe.query(con).unwrap();
+        sent += o.pipeline;
+    }
+    o.commands as f64 / start.elapsed().as_secs_f64()
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+fn main() {
+    let o = options();
+    let server = if o.url.is_none() {
+        Some(Server::start())
+    } else {
+        None
+    };
+    let url = o
+        .url
+        .clone()
+        .unwrap_or_else(|| server.as_ref().unwrap().url());
+    let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+    let t = Instant::now();
+    load(&mut con, "lb:blocked", Layout::Blocked, &o);
+    load(&mut con, "lb:classic", Layout::Classic, &o);
+    let size = |con: &mut redis::Connection, key: &str| -> i64 {
+        redis::cmd("BF.INFO")
+            .arg(key)
+            .arg("SIZE")
+            .query::<Vec<i64>>(con)
+            .unwrap()[0]
+    };
+    println!(
+        "## Through Redis: {} items at {} per filter, built and loaded in {:.0} s",
+        o.items,
+        o.error,
+        t.elapsed().as_secs_f64()
+    );
+    println!(
+        "\nblocked {} MiB, classic (baseline) {} MiB; pipelines of {}, {} commands per measurement, {} interleaved rounds, medians\n",
+        size(&mut con, "lb:blocked") >> 20,
+        size(&mut con, "lb:classic") >> 20,
+        o.pipeline,
+        o.commands,
+        o.rounds
+    );
+    println!("| workload | baseline (classic) items/s | layerbloom items/s | ratio |");
+    println!("|---|---|---|---|");
+    let mut rng = 0x1234_5678_u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let items = o.items;
+    let mut present =
+        |n: usize| -> Vec<Vec<u8>> { (0..n).map(|_| item(1, next() % items)).collect() };
+    let mut fresh_counter = [0u64; 2];
+    let row = |name: &str, per_cmd: f64, (base, ours): (f64, f64)| {
+        println!(
+            "| {name} | {:.0} | {:.0} | {:.2}x |",
+            base * per_cmd,
+            ours * per_cmd,
+            ours / base
+        );
+    };
+    let mut mexists = |key: &'static str| {
+        let batches: Vec<Vec<Vec<u8>>> = (0..o.commands).map(|_| present(100)).collect();
+        move |con: &mut redis::Connection, o: &Options| {
+            run(con, o, |n| {
+                let mut c = redis::cmd("BF.MEXISTS");
+                c.arg(key).arg(&batches[n]);
+                c
+            })
+        }
+    };
+    let base_q = mexists("lb:classic");
+    let ours_q = mexists("lb:blocked");
+    let r = {
+        let con = &mut con;
+        let (mut ra, mut rb) = (Vec::new(), Vec::new());
+        for round in 0..o.rounds {
+            if round % 2 == 0 {
+                ra.push(base_q(con, &o));
+                rb.push(ours_q(con, &o));
+            } else {
+                rb.push(ours_q(con, &o));
+                ra.push(base_q(con, &o));
+            }
+        }
+        (median(ra), median(rb))
+    };
+    row("BF.MEXISTS, 100 present items per call", 100.0, r);
+    let madd = |con: &mut redis::Connection, o: &Options, key: &str, counter: &mut u64| {
+        run(con, o, |_| {
+            let mut c = redis::cmd("BF.MADD");
+            c.arg(key);
+            for _ in 0..100 {
+                c.arg(item(2, *counter));
+                *counter += 1;
+            }
+            c
+        })
+    };
+    let (mut ra, mut rb) = (Vec::new(), Vec::new());
+    for round in 0..o.rounds {
+        let [cb, co] = &mut fresh_counter;
+        if round % 2 == 0 {
+            ra.push(madd(&mut con, &o, "lb:classic", cb));
+            rb.push(madd(&mut con, &o, "lb:blocked", co));
+        } else {
+            rb.push(madd(&mut con, &o, "lb:blocked", co));
+            ra.push(madd(&mut con, &o, "lb:classic", cb));
+        }
+    }
+    row(
+        "BF.MADD, 100 new items per call",
+        100.0,
+        (median(ra), median(rb)),
+    );
+
+    // Single items against Redis's own per-command cost: PING does nothing.
+    println!(
+        "\n| single-item workload (layerbloom) | commands/s | PING commands/s | ratio to PING |"
+    );
+    println!("|---|---|---|---|");
+    let singles: Vec<Vec<u8>> = present(o.commands);
+    let (ping, exists) = ab_cmds(
+        &mut con,
+        &o,
+        |_| redis::cmd("PING"),
+        |n| {
+            let mut c = redis::cmd("BF.EXISTS");
+            c.arg("lb:blocked").arg(&singles[n]);
+            c
+        },
+    );
+    println!(
+        "| BF.EXISTS, present item | {exists:.0} | {ping:.0} | {:.2} |",
+        exists / ping
+    );
+    let mut counter = 1u64 << 40;
+    let (ping, add) = ab_cmds(
+        &mut con,
+        &o,
+        |_| redis::cmd("PING"),
+        |_| {
+            let mut c = redis::cmd("BF.ADD");
+            c.arg("lb:blocked").arg(item(3, counter));
+            counter += 1;
+            c
+        },
+    );
+    println!(
+        "| BF.ADD, new item | {add:.0} | {ping:.0} | {:.2} |",
+        add / ping
+    );
+    drop(server);
+}
+
+/// Interleaved A/B of two command streams on one connection; median commands/s of each.
+fn ab_cmds(
+    con: &mut redis::Connection,
+    o: &Options,
+    mut a: impl FnMut(usize) -> redis::Cmd,
+    mut b: impl FnMut(usize) -> redis::Cmd,
+) -> (f64, f64) {
+    let (mut ra, mut rb) = (Vec::new(), Vec::new());
+    for round in 0..o.rounds {
+        if round % 2 == 0 {
+            ra.push(run(con, o, &mut a));
+            rb.push(run(con, o, &mut b));
+        } else {
+            rb.push(run(con, o, &mut b));
+            ra.push(run(con, o, &mut a));
+        }
+    }
+    (median(ra), median(rb))
+}
