@@ -2,7 +2,7 @@
 MODULE := target/release/liblayerbloom.so
 CARGO  ?= cargo
 
-.PHONY: all build run test unit-test integration-test lint fmt clean
+.PHONY: all build run test unit-test integration-test lint fmt clean bench bench-core bench-criterion
 
 all: build
 
@@ -24,6 +24,18 @@ unit-test:
 integration-test: build
 	$(CARGO) test --release -p layerbloom --tests
 
+## bench: side-by-side ratios against RedisBloom's layer, in the core and through Redis
+## (docs/BENCHMARKS.md). Heavy: filters of 128 MiB+ and 100 million items; minutes, GBs.
+bench: build bench-core
+	$(CARGO) run --release --example loadgen -- $(LOADGEN_ARGS)
+
+bench-core:
+	$(CARGO) bench -p layerbloom-filter --bench ratios
+
+## bench-criterion: criterion statistics for the core (small, cache-sized, large; chains)
+bench-criterion:
+	$(CARGO) bench -p layerbloom-filter --bench core
+
 ## lint: formatting and clippy, warnings as errors
 lint:
 	$(CARGO) fmt --all --check
@@ -34,3 +46,40 @@ fmt:
 
 clean:
 	$(CARGO) clean
+
+# ---------------------------------------------------------------------------------------------
+# Reliability: fuzzing, heavy tests, the suite under valgrind (docs/RELIABILITY.md).
+
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := rdb_value redisbloom_rdb scandump_load args differential
+# cargo-fuzz needs nightly flags; RUSTC_BOOTSTRAP lets the stable toolchain accept them.
+FUZZ_ENV := RUSTC_BOOTSTRAP=1
+
+.PHONY: fuzz fuzz-build test-heavy test-valgrind
+
+## fuzz-build: build every fuzz target (needs `cargo install cargo-fuzz`)
+fuzz-build:
+	cd filter && $(FUZZ_ENV) $(CARGO) fuzz build
+
+## fuzz: run each fuzz target for FUZZ_SECONDS (default 60), starting from the committed
+## seeds (filter/fuzz/seeds); prints the executions each reached. Logs: filter/fuzz/corpus/*.log
+fuzz: fuzz-build
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p filter/fuzz/corpus/$$t && cp filter/fuzz/seeds/$$t/* filter/fuzz/corpus/$$t/ && \
+	  echo "fuzz $$t for $(FUZZ_SECONDS) s" && \
+	  (cd filter && $(FUZZ_ENV) $(CARGO) fuzz run $$t fuzz/corpus/$$t -- \
+	     -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 > fuzz/corpus/$$t.log 2>&1) \
+	  || { tail -n 60 filter/fuzz/corpus/$$t.log; echo "fuzz target $$t FAILED"; exit 1; }; \
+	  grep -E '^Done|stat::number_of_executed_units|stat::peak_rss_mb' filter/fuzz/corpus/$$t.log; \
+	done
+
+## test-heavy: the hostile-input tests too heavy for `make test` (512 MB arguments, a
+## multi-GiB filter; needs ~8 GB of RAM)
+test-heavy: build
+	$(CARGO) test --release --test hostile -- --ignored --test-threads=1 --nocapture
+
+## test-valgrind: commands.rs, persistence.rs and hostile.rs against redis-server under
+## valgrind memcheck (about an hour on 2 cores); logs kept in target/valgrind-logs
+test-valgrind: build
+	LAYERBLOOM_VALGRIND=1 LAYERBLOOM_VALGRIND_LOGS=$(CURDIR)/target/valgrind-logs \
+	  $(CARGO) test --release --no-fail-fast --test commands --test persistence --test hostile -- --test-threads=2

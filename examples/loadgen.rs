@@ -124,11 +124,13 @@ fn load(con: &mut redis::Connection, key: &str, layout: Layout, o: &Options) {
     };
     let mut f = ScalableFilter::new(spec, u64::MAX).unwrap();
     let mut i = 0;
+    // Exactly `items` counted: one more would grow a second layer.
     while f.items() < o.items {
-        let batch: Vec<Vec<u8>> = (i..i + 1000).map(|j| item(1, j)).collect();
+        let take = (o.items - f.items()).min(1000);
+        let batch: Vec<Vec<u8>> = (i..i + take).map(|j| item(1, j)).collect();
         let refs: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
         f.add_many(&refs, u64::MAX);
-        i += 1000;
+        i += take;
     }
     let _: () = redis::cmd("DEL").arg(key).query(con).unwrap();
     let _: () = redis::cmd("BF.LOADCHUNK")

@@ -180,16 +180,31 @@ pub enum InfoField {
     Filters,
     Items,
     Expansion,
+    /// The error rate the filter was created with.
+    ErrorRate,
+    /// Set bits / bits of the newest layer.
+    FillRatio,
+    /// The chain's false-positive rate estimated from its layers' fill.
+    EstimatedFpr,
+    /// The distinct items its bits account for.
+    EstimatedDistinct,
+    /// The capacity it can reach under the memory limit.
+    MaxCapacity,
 }
 
 impl InfoField {
-    /// All fields, in RedisBloom's reply order.
-    pub const ALL: [InfoField; 5] = [
+    /// All fields, in reply order: RedisBloom's five first, in its order, then layerbloom's.
+    pub const ALL: [InfoField; 10] = [
         InfoField::Capacity,
         InfoField::Size,
         InfoField::Filters,
         InfoField::Items,
         InfoField::Expansion,
+        InfoField::ErrorRate,
+        InfoField::FillRatio,
+        InfoField::EstimatedFpr,
+        InfoField::EstimatedDistinct,
+        InfoField::MaxCapacity,
     ];
 
     /// The field's name in replies.
@@ -200,10 +215,16 @@ impl InfoField {
             InfoField::Filters => "Number of filters",
             InfoField::Items => "Number of items inserted",
             InfoField::Expansion => "Expansion rate",
+            InfoField::ErrorRate => "Error rate",
+            InfoField::FillRatio => "Fill ratio",
+            InfoField::EstimatedFpr => "Estimated false positive rate",
+            InfoField::EstimatedDistinct => "Estimated distinct items",
+            InfoField::MaxCapacity => "Max capacity",
         }
     }
 
-    /// The field a `BF.INFO key <word>` asks for.
+    /// The field a `BF.INFO key <word>` asks for. `MAXSCALEDCAPACITY` is valkey-bloom's word
+    /// for the same figure (the Rust `redis` crate sends it).
     pub fn parse(word: &[u8]) -> Result<Self, BfError> {
         let all = [
             ("CAPACITY", InfoField::Capacity),
@@ -211,6 +232,12 @@ impl InfoField {
             ("FILTERS", InfoField::Filters),
             ("ITEMS", InfoField::Items),
             ("EXPANSION", InfoField::Expansion),
+            ("ERROR", InfoField::ErrorRate),
+            ("FILL", InfoField::FillRatio),
+            ("FPR", InfoField::EstimatedFpr),
+            ("DISTINCT", InfoField::EstimatedDistinct),
+            ("MAXCAPACITY", InfoField::MaxCapacity),
+            ("MAXSCALEDCAPACITY", InfoField::MaxCapacity),
         ];
         all.iter()
             .find(|(name, _)| is_word(word, name))
@@ -459,6 +486,18 @@ mod tests {
         assert_eq!(InfoField::parse(b"items"), Ok(InfoField::Items));
         assert_eq!(InfoField::parse(b"Capacity"), Ok(InfoField::Capacity));
         assert_eq!(InfoField::parse(b"bogus"), Err(BfError::InvalidInfo));
+        assert_eq!(InfoField::parse(b"fpr"), Ok(InfoField::EstimatedFpr));
+        assert_eq!(InfoField::parse(b"Fill"), Ok(InfoField::FillRatio));
+        assert_eq!(InfoField::parse(b"ERROR"), Ok(InfoField::ErrorRate));
+        assert_eq!(
+            InfoField::parse(b"distinct"),
+            Ok(InfoField::EstimatedDistinct)
+        );
+        assert_eq!(InfoField::parse(b"maxcapacity"), Ok(InfoField::MaxCapacity));
+        assert_eq!(
+            InfoField::parse(b"MAXSCALEDCAPACITY"),
+            Ok(InfoField::MaxCapacity)
+        );
         let titles: Vec<&str> = InfoField::ALL.iter().map(|f| f.title()).collect();
         assert_eq!(
             titles,
@@ -467,7 +506,12 @@ mod tests {
                 "Size",
                 "Number of filters",
                 "Number of items inserted",
-                "Expansion rate"
+                "Expansion rate",
+                "Error rate",
+                "Fill ratio",
+                "Estimated false positive rate",
+                "Estimated distinct items",
+                "Max capacity"
             ]
         );
     }

@@ -3,6 +3,7 @@
 
 use layerbloom_filter::classic::format_g;
 use layerbloom_filter::codec;
+use layerbloom_filter::health;
 use layerbloom_filter::{FilterSpec, Layers, Layout, ScalableFilter};
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{Context, ContextFlags, KeyType, RedisString};
@@ -11,8 +12,9 @@ use crate::args::{self, InfoField};
 use crate::config;
 use crate::datatype::{self, BLOOM_TYPE};
 use crate::error::BfError;
-use crate::propagate::{self, Change};
+use crate::propagate::{self, Before, Change};
 use crate::reply::Reply;
+use crate::stats;
 
 /// What every handler returns: `Err` is replied as an error (nothing was replied yet).
 pub type CommandResult = Result<(), BfError>;
@@ -48,7 +50,9 @@ fn store_filter(
 ) -> Result<&mut ScalableFilter, BfError> {
     key.set_value(&BLOOM_TYPE, filter)
         .map_err(|_| BfError::Internal)?;
-    write_filter(key)?.ok_or(BfError::Internal)
+    let stored = write_filter(key)?.ok_or(BfError::Internal)?;
+    stats::entered(stored);
+    Ok(stored)
 }
 
 /// The layout of a filter a command creates. layerbloom propagates its own creations as
@@ -66,15 +70,32 @@ fn creation_layout(ctx: &Context) -> Layout {
     }
 }
 
+/// How strictly a RedisBloom header in BF.LOADCHUNK is checked: as RedisBloom's BF.LOADCHUNK
+/// does for clients, as its RDB loader does for commands replayed from the AOF or sent by a
+/// primary (an AOF rewrite of a filter loaded from a lax RDB value must replay).
+fn header_strictness(ctx: &Context) -> codec::Strictness {
+    if ctx
+        .get_flags()
+        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
+    {
+        codec::Strictness::Rdb
+    } else {
+        codec::Strictness::LoadChunk
+    }
+}
+
 /// RedisBloom lowers error rates above a quarter; the client is not told, so the log is.
 fn cap_error_rate(ctx: &Context, key: &RedisString, mut spec: FilterSpec) -> FilterSpec {
     if spec.error > args::MAX_ERROR_RATE {
-        ctx.log_warning(&format!(
-            "layerbloom: filter '{}' asked for error rate {}; it uses {} (the maximum)",
-            key.to_string_lossy(),
-            spec.error,
-            args::MAX_ERROR_RATE
-        ));
+        crate::log::warning(
+            Some(ctx),
+            &format!(
+                "layerbloom: filter '{}' asked for error rate {}; it uses {} (the maximum)",
+                key.to_string_lossy(),
+                spec.error,
+                args::MAX_ERROR_RATE
+            ),
+        );
         spec.error = args::MAX_ERROR_RATE;
     }
     spec
@@ -164,6 +185,7 @@ fn add_items(
         // An error ends the array early, so its length is only known at the end.
         reply.postponed_array();
     }
+    let before = Before::of(filter);
     // The batch path has exactly the effect of adding the items one by one.
     let results = filter.add_many(items, limit);
     let mut added: Vec<&[u8]> = Vec::with_capacity(items.len());
@@ -186,6 +208,9 @@ fn add_items(
         Change::Added {
             created: created.as_deref(),
             items: &added,
+            filter,
+            before,
+            refused: results.last().and_then(|r| r.as_ref().err()),
         },
     );
     Ok(())
@@ -231,27 +256,41 @@ pub fn card(ctx: &Context, args: &[RedisString]) -> CommandResult {
     check_arity(args, 2, 2)?;
     let key = ctx.open_key(&args[1]);
     let items = read_filter(&key)?.map_or(0, ScalableFilter::items);
-    Reply::new(ctx).int(items as i64);
+    // As BF.INFO: a count past i64 (only a crafted payload has one) reads as i64::MAX.
+    Reply::new(ctx).int(i64::try_from(items).unwrap_or(i64::MAX));
     Ok(())
 }
 
-/// `BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]`
+/// `BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION | ERROR | FILL | FPR | DISTINCT
+/// | MAXCAPACITY]`: RedisBloom's five fields, in its order, then the filter's health.
 pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
     check_arity(args, 2, 3)?;
     let key = ctx.open_key(&args[1]);
     let filter = read_filter(&key)?.ok_or(BfError::NotFound)?;
+    let only = args
+        .get(2)
+        .map(|w| InfoField::parse(w.as_slice()))
+        .transpose()?;
+    let layers = filter.layer_summaries();
+    let classic = filter.is_classic();
     let reply = Reply::new(ctx);
+    let count = |n: u64| reply.int(i64::try_from(n).unwrap_or(i64::MAX));
     let value = |field: InfoField| match field {
-        InfoField::Capacity => reply.int(filter.capacity() as i64),
-        InfoField::Size => reply.int(reported_size(filter) as i64),
-        InfoField::Filters => reply.int(filter.layer_count() as i64),
-        InfoField::Items => reply.int(filter.items() as i64),
+        InfoField::Capacity => count(filter.capacity()),
+        InfoField::Size => count(reported_size(filter)),
+        InfoField::Filters => count(filter.layer_count() as u64),
+        InfoField::Items => count(filter.items()),
         InfoField::Expansion => match filter.expansion() {
             Some(e) => reply.int(i64::from(e)),
             None => reply.null(),
         },
+        InfoField::ErrorRate => reply.double(filter.error()),
+        InfoField::FillRatio => reply.double(layers.last().map_or(0.0, health::fill_ratio)),
+        InfoField::EstimatedFpr => reply.double(health::chain_fpr(&layers, classic)),
+        InfoField::EstimatedDistinct => count(health::distinct_items(&layers, classic)),
+        InfoField::MaxCapacity => count(health::max_capacity(filter, config::max_filter_memory())),
     };
-    match args.get(2) {
+    match only {
         None => {
             reply.map(InfoField::ALL.len());
             for field in InfoField::ALL {
@@ -259,8 +298,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
                 value(field);
             }
         }
-        Some(word) => {
-            let field = InfoField::parse(word.as_slice())?;
+        Some(field) => {
             if reply.is_resp3() {
                 reply.map(1);
                 reply.bulk(field.title().as_bytes());
@@ -346,7 +384,8 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key_writable(&args[1]);
     let created = match write_filter(&key)? {
         None if it == 1 => {
-            let header = codec::decode_header(data).map_err(BfError::from_codec)?;
+            let header = codec::decode_header_with(data, header_strictness(ctx))
+                .map_err(BfError::from_codec)?;
             let filter = codec::filter_from_header(&header, config::max_filter_bytes(ctx))
                 .map_err(BfError::from_codec)?;
             store_filter(&key, filter)?;

@@ -1,10 +1,13 @@
-//! Module settings: the defaults of auto-created filters and the per-filter memory limit.
+//! Module settings: the defaults of auto-created filters, the per-filter memory limit, the
+//! layout of new filters and the capacity-warning threshold.
 //!
 //! Registered through the module config API, so they are set in redis.conf or with
-//! `CONFIG SET bf.<name>` and read with `CONFIG GET` (on Redis 7 every module setting carries
-//! the module's name as prefix). RedisBloom's names are kept: `bf-error-rate`,
-//! `bf-initial-size`, `bf-expansion-factor`; `bf-max-filter-memory` and `bf-layout` are
-//! layerbloom's.
+//! `CONFIG SET` and read with `CONFIG GET`. RedisBloom's names are kept: `bf-error-rate`,
+//! `bf-initial-size`, `bf-expansion-factor`; `bf-max-filter-memory`, `bf-layout` and
+//! `bf-capacity-warning` are layerbloom's. Where the server allows unprefixed module settings
+//! (Redis 8 and later) they are registered under exactly these names, as RedisBloom 8 does;
+//! elsewhere (Redis 7) every module setting carries the module's name as prefix:
+//! `bf.bf-error-rate`.
 //! Load-time arguments (`--loadmodule liblayerbloom.so ERROR_RATE 0.001 INITIAL_SIZE 1000`)
 //! accept RedisBloom's legacy names and these names.
 //!
@@ -12,9 +15,7 @@
 //! settings allocate a new string on every `CONFIG GET` and never free it.
 
 use std::ffi::{c_char, c_int, c_longlong, c_void, CString};
-use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, Ordering};
-
-use std::sync::atomic::AtomicI32;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU64, Ordering};
 
 use layerbloom_filter::{FilterSpec, Layout};
 use redis_module::{raw, Context, ContextFlags, RedisString};
@@ -32,11 +33,21 @@ pub const DEFAULT_EXPANSION: i64 = 2;
 pub const DEFAULT_MAX_FILTER_MEMORY: i64 = 4 << 30;
 /// The smallest memory limit accepted: one small filter.
 const MIN_MAX_FILTER_MEMORY: i64 = 1024;
+/// Default capacity-warning threshold: a percentage of the newest layer's capacity.
+pub const DEFAULT_CAPACITY_WARNING: i64 = 70;
+/// Redis 8's flag for a module setting registered without the module-name prefix
+/// (`REDISMODULE_CONFIG_UNPREFIXED`); Redis 7 refuses a registration that carries it.
+const CONFIG_UNPREFIXED: u32 = 1 << 9;
+/// The first server version (`0x00MMmmpp`) with unprefixed module settings.
+const UNPREFIXED_SINCE: i32 = 0x0008_0000;
 
 static ERROR_RATE: AtomicU64 = AtomicU64::new(DEFAULT_ERROR_RATE.to_bits());
 static INITIAL_SIZE: AtomicI64 = AtomicI64::new(DEFAULT_INITIAL_SIZE);
 static EXPANSION: AtomicI64 = AtomicI64::new(DEFAULT_EXPANSION);
 static MAX_FILTER_MEMORY: AtomicI64 = AtomicI64::new(DEFAULT_MAX_FILTER_MEMORY);
+static CAPACITY_WARNING: AtomicI64 = AtomicI64::new(DEFAULT_CAPACITY_WARNING);
+/// Whether the settings were registered without the `bf.` prefix (Redis 8).
+static UNPREFIXED: AtomicBool = AtomicBool::new(false);
 /// Layout of new filters: 0 blocked, 1 classic (RedisBloom's layers).
 static LAYOUT: AtomicI32 = AtomicI32::new(0);
 /// The error rate as last set, returned by `CONFIG GET`; owned by the module.
@@ -87,6 +98,39 @@ pub fn default_expansion() -> u32 {
     EXPANSION.load(Ordering::Relaxed) as u32
 }
 
+/// The capacity-warning threshold, a percentage of a layer's capacity (0: no warnings).
+pub fn capacity_warning() -> u32 {
+    CAPACITY_WARNING.load(Ordering::Relaxed) as u32
+}
+
+/// The configured per-filter memory limit (whatever the context).
+pub fn max_filter_memory() -> u64 {
+    MAX_FILTER_MEMORY.load(Ordering::Relaxed) as u64
+}
+
+/// The default capacity of auto-created filters.
+pub fn initial_size() -> u64 {
+    INITIAL_SIZE.load(Ordering::Relaxed) as u64
+}
+
+/// The default error rate as `CONFIG GET` shows it.
+pub fn error_rate_text() -> String {
+    let text = ERROR_RATE_TEXT.load(Ordering::Acquire);
+    if text.is_null() {
+        return format!("{DEFAULT_ERROR_RATE}");
+    }
+    String::from_utf8_lossy(RedisString::string_as_slice(text)).into_owned()
+}
+
+/// The name of a setting as `CONFIG SET` / `CONFIG GET` take it on this server.
+pub fn setting_name(name: &str) -> String {
+    if UNPREFIXED.load(Ordering::Relaxed) {
+        name.to_string()
+    } else {
+        format!("bf.{name}")
+    }
+}
+
 /// The memory limit for a command's filter. Commands from the primary or replayed from the
 /// AOF were already accepted once; refusing them here would make the copies diverge.
 pub fn max_filter_bytes(ctx: &Context) -> u64 {
@@ -108,7 +152,9 @@ fn check_error_rate(text: &[u8]) -> Result<f64, &'static str> {
 /// Sets the error rate and the text `CONFIG GET` answers.
 fn store_error_rate(rate: f64, text: &[u8]) {
     if rate > MAX_ERROR_RATE {
-        redis_module::logging::log_warning(format!(
+        crate::log::warning(
+            None,
+            &format!(
             "layerbloom: error rate {rate} is above {MAX_ERROR_RATE}; filters will use {MAX_ERROR_RATE}"
         ));
     }
@@ -173,6 +219,7 @@ enum Numeric {
     InitialSize = 1,
     Expansion = 2,
     MaxFilterMemory = 3,
+    CapacityWarning = 4,
 }
 
 impl Numeric {
@@ -181,6 +228,7 @@ impl Numeric {
             1 => Some(Numeric::InitialSize),
             2 => Some(Numeric::Expansion),
             3 => Some(Numeric::MaxFilterMemory),
+            4 => Some(Numeric::CapacityWarning),
             _ => None,
         }
     }
@@ -190,6 +238,7 @@ impl Numeric {
             Numeric::InitialSize => &INITIAL_SIZE,
             Numeric::Expansion => &EXPANSION,
             Numeric::MaxFilterMemory => &MAX_FILTER_MEMORY,
+            Numeric::CapacityWarning => &CAPACITY_WARNING,
         }
     }
 }
@@ -214,32 +263,48 @@ extern "C" fn set_numeric(
     }
 }
 
+/// The server's version as `0x00MMmmpp`, or 0 where the API to ask is missing.
+pub fn server_version() -> i32 {
+    // SAFETY: the API table is filled before OnLoad and never written again; the function
+    // takes no arguments and only reads the server's version constant.
+    unsafe { raw::RedisModule_GetServerVersion.map_or(0, |get| get()) }
+}
+
 /// Registers the settings and loads their values from the server's configuration.
 pub fn register(ctx: &Context) -> Result<(), String> {
     store_error_rate(DEFAULT_ERROR_RATE, b"0.01");
     let raw_ctx = ctx.get_raw();
     let name = |n: &str| CString::new(n).expect("no NUL in setting names");
+    let ok = raw::REDISMODULE_OK as c_int;
     // SAFETY: called from RedisModule_OnLoad with its context; names are copied by Redis;
     // callbacks are `extern "C"` with the documented signatures.
     unsafe {
         let string_config = raw::RedisModule_RegisterStringConfig.ok_or("no module config API")?;
         let numeric_config =
             raw::RedisModule_RegisterNumericConfig.ok_or("no module config API")?;
-        let default_rate = name("0.01");
-        if string_config(
-            raw_ctx,
-            name("bf-error-rate").as_ptr(),
-            default_rate.as_ptr(),
-            raw::REDISMODULE_CONFIG_DEFAULT,
-            Some(get_error_rate),
-            Some(set_error_rate),
-            None,
-            std::ptr::null_mut(),
-        ) != raw::REDISMODULE_OK as c_int
-        {
+        let enum_config = raw::RedisModule_RegisterEnumConfig.ok_or("no module config API")?;
+        let register_error_rate = |flags: u32| {
+            string_config(
+                raw_ctx,
+                name("bf-error-rate").as_ptr(),
+                name("0.01").as_ptr(),
+                flags,
+                Some(get_error_rate),
+                Some(set_error_rate),
+                None,
+                std::ptr::null_mut(),
+            ) == ok
+        };
+        // Unprefixed names where the server has them; should it refuse the flag after all,
+        // the prefixed names still work.
+        let mut extra = 0;
+        if server_version() >= UNPREFIXED_SINCE && register_error_rate(CONFIG_UNPREFIXED) {
+            extra = CONFIG_UNPREFIXED;
+            UNPREFIXED.store(true, Ordering::Relaxed);
+        } else if !register_error_rate(raw::REDISMODULE_CONFIG_DEFAULT) {
             return Err("could not register bf-error-rate".into());
         }
-        let numerics: [(&str, i64, u32, i64, i64, Numeric); 3] = [
+        let numerics: [(&str, i64, u32, i64, i64, Numeric); 4] = [
             (
                 "bf-initial-size",
                 DEFAULT_INITIAL_SIZE,
@@ -264,33 +329,39 @@ pub fn register(ctx: &Context) -> Result<(), String> {
                 i64::MAX,
                 Numeric::MaxFilterMemory,
             ),
+            (
+                "bf-capacity-warning",
+                DEFAULT_CAPACITY_WARNING,
+                raw::REDISMODULE_CONFIG_DEFAULT,
+                0,
+                100,
+                Numeric::CapacityWarning,
+            ),
         ];
         for (setting, default, flags, min, max, which) in numerics {
             if numeric_config(
                 raw_ctx,
                 name(setting).as_ptr(),
                 default,
-                flags,
+                flags | extra,
                 min,
                 max,
                 Some(get_numeric),
                 Some(set_numeric),
                 None,
                 which as usize as *mut c_void,
-            ) != raw::REDISMODULE_OK as c_int
+            ) != ok
             {
                 return Err(format!("could not register {setting}"));
             }
         }
-        let enum_config = raw::RedisModule_RegisterEnumConfig.ok_or("no module config API")?;
-        let names = [c"blocked".as_ptr(), c"classic".as_ptr()];
+        let mut names = [c"blocked".as_ptr(), c"classic".as_ptr()];
         let values: [c_int; 2] = [0, 1];
-        let mut names = names;
         if enum_config(
             raw_ctx,
             name("bf-layout").as_ptr(),
             0,
-            raw::REDISMODULE_CONFIG_DEFAULT,
+            raw::REDISMODULE_CONFIG_DEFAULT | extra,
             names.as_mut_ptr(),
             values.as_ptr(),
             2,
@@ -298,13 +369,13 @@ pub fn register(ctx: &Context) -> Result<(), String> {
             Some(set_layout),
             None,
             std::ptr::null_mut(),
-        ) != raw::REDISMODULE_OK as c_int
+        ) != ok
         {
             return Err("could not register bf-layout".into());
         }
         let load = raw::RedisModule_LoadConfigs.ok_or("no module config API")?;
-        if load(raw_ctx) != raw::REDISMODULE_OK as c_int {
-            return Err("the bf.* settings in the server configuration are invalid".into());
+        if load(raw_ctx) != ok {
+            return Err("the bf settings in the server configuration are invalid".into());
         }
     }
     Ok(())
@@ -367,6 +438,12 @@ pub fn apply_module_args(module_args: &[RedisString]) -> Result<(), String> {
                     _ => return Err(format!("{name} {shown}: must be blocked or classic")),
                 };
                 LAYOUT.store(value, Ordering::Relaxed);
+            }
+            "bf-capacity-warning" => {
+                let n = args::parse_i64(value)
+                    .filter(|n| (0..=100).contains(n))
+                    .ok_or_else(|| format!("{name} {shown}: must be a percentage, 0 to 100"))?;
+                CAPACITY_WARNING.store(n, Ordering::Relaxed);
             }
             "bf-max-filter-memory" => {
                 let n = parse_memory(value)

@@ -7,7 +7,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use layerbloom_filter::codec::{self, CodecError, FilterLoader, RdbSource};
 use layerbloom_filter::ScalableFilter;
-use redis_module::{logging, native_types::RedisType, raw};
+use redis_module::{native_types::RedisType, raw};
 
 /// The type's encoding version for layerbloom's own values. RedisBloom writes 0 to 4 under
 /// the same type name; far above them, the loader tells its own values from RedisBloom's,
@@ -49,9 +49,10 @@ const FREE_EFFORT_BYTES: u64 = 64 * 1024;
 /// Runs a callback body, logging a panic and returning `fallback` instead of unwinding.
 fn guarded<T>(what: &str, fallback: T, body: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| {
-        logging::log_warning(format!(
-            "layerbloom: internal error in {what}; see the log above"
-        ));
+        crate::log::warning(
+            None,
+            &format!("layerbloom: internal error in {what}; see the log above"),
+        );
         fallback
     })
 }
@@ -177,9 +178,12 @@ fn load_value(rdb: *mut raw::RedisModuleIO, encver: c_int) -> Result<ScalableFil
         let (filter, warnings) = codec::decode_redisbloom_value(&mut IoSource(rdb), encver)
             .map_err(|e| e.to_string())?;
         for warning in warnings {
-            logging::log_warning(format!(
+            crate::log::warning(
+                None,
+                &format!(
                 "layerbloom: a RedisBloom filter (encoding version {encver}) loaded with: {warning}"
-            ));
+            ),
+            );
         }
         return Ok(filter);
     }
@@ -193,7 +197,10 @@ fn load_value(rdb: *mut raw::RedisModuleIO, encver: c_int) -> Result<ScalableFil
     let (header, warnings) =
         codec::decode_rdb_header(header.as_slice()).map_err(|e| e.to_string())?;
     for warning in warnings {
-        logging::log_warning(format!("layerbloom: a filter loaded with: {warning}"));
+        crate::log::warning(
+            None,
+            &format!("layerbloom: a filter loaded with: {warning}"),
+        );
     }
     let mut loader = FilterLoader::new(header).map_err(|e| e.to_string())?;
     while loader.next_piece_len().is_some() {
@@ -208,9 +215,12 @@ fn load_value(rdb: *mut raw::RedisModuleIO, encver: c_int) -> Result<ScalableFil
 extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     guarded("rdb_load", std::ptr::null_mut(), || {
         match load_value(rdb, encver) {
-            Ok(filter) => Box::into_raw(Box::new(filter)).cast(),
+            Ok(filter) => into_value(filter),
             Err(why) => {
-                logging::log_warning(format!("layerbloom: cannot load a Bloom filter: {why}"));
+                crate::log::warning(
+                    None,
+                    &format!("layerbloom: cannot load a Bloom filter: {why}"),
+                );
                 std::ptr::null_mut()
             }
         }
@@ -314,8 +324,17 @@ extern "C" fn free(value: *mut c_void) {
     guarded("free", (), || {
         // SAFETY: the value is a `Box<ScalableFilter>` this module created; Redis frees it
         // exactly once.
-        drop(unsafe { Box::from_raw(value.cast::<ScalableFilter>()) });
+        let filter = unsafe { Box::from_raw(value.cast::<ScalableFilter>()) };
+        crate::stats::freed(&filter);
+        drop(filter);
     })
+}
+
+/// A loaded or copied filter as the value Redis stores, counted in `INFO bf`.
+fn into_value(filter: ScalableFilter) -> *mut c_void {
+    let value = Box::new(filter);
+    crate::stats::entered(&value);
+    Box::into_raw(value).cast()
 }
 
 extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
@@ -334,9 +353,9 @@ extern "C" fn copy(
     guarded("copy", std::ptr::null_mut(), || {
         // SAFETY: Redis passes a value of this type.
         match unsafe { filter(value.cast_mut()) }.try_clone() {
-            Ok(copy) => Box::into_raw(Box::new(copy)).cast(),
+            Ok(copy) => into_value(copy),
             Err(e) => {
-                logging::log_warning(format!("layerbloom: COPY failed: {e}"));
+                crate::log::warning(None, &format!("layerbloom: COPY failed: {e}"));
                 std::ptr::null_mut()
             }
         }

@@ -4,18 +4,19 @@
 
 mod alloc;
 mod args;
+mod command_docs;
 mod commands;
 mod config;
 mod datatype;
 mod error;
+mod log;
 mod propagate;
 mod reply;
+mod stats;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use redis_module::{
-    logging, raw, redis_module, Context, RedisResult, RedisString, RedisValue, Status,
-};
+use redis_module::{raw, redis_module, Context, RedisResult, RedisString, RedisValue, Status};
 
 use crate::commands::CommandResult;
 use crate::datatype::BLOOM_TYPE;
@@ -77,7 +78,7 @@ handlers! {
 
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     std::panic::set_hook(Box::new(|info| {
-        logging::log_warning(format!("layerbloom: panic: {info}"));
+        log::warning(None, &format!("layerbloom: panic: {info}"));
     }));
     // SAFETY: called from OnLoad with its context.
     unsafe {
@@ -87,13 +88,52 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         )
     };
     let setup = config::register(ctx).and_then(|()| config::apply_module_args(args));
-    match setup {
-        Ok(()) => Status::Ok,
-        Err(why) => {
-            ctx.log_warning(&format!("layerbloom: {why}"));
-            Status::Err
+    if let Err(why) = setup {
+        log::warning(Some(ctx), &format!("layerbloom: {why}"));
+        return Status::Err;
+    }
+    log::notice(
+        Some(ctx),
+        &format!(
+            "layerbloom: settings are named {} (CONFIG SET / CONFIG GET)",
+            [
+                "bf-error-rate",
+                "bf-initial-size",
+                "bf-expansion-factor",
+                "bf-max-filter-memory",
+                "bf-layout",
+                "bf-capacity-warning",
+            ]
+            .map(config::setting_name)
+            .join(", ")
+        ),
+    );
+    // Replaces the crate's own INFO callback: `INFO bf` shows sections bf_stats and bf_settings.
+    // SAFETY: called from OnLoad with its context; the callback is an `extern "C"` function
+    // with the documented signature that catches its own panics.
+    unsafe {
+        if let Some(register_info) = raw::RedisModule_RegisterInfoFunc {
+            register_info(ctx.get_raw(), Some(stats::info_callback));
         }
     }
+    // Docs and ACL categories help clients and operators; a server that refuses them still
+    // runs every command, so this is logged, not fatal.
+    match command_docs::register(ctx) {
+        Ok(r) => log::notice(
+            Some(ctx),
+            &format!(
+                "layerbloom: command docs set; ACL categories: {}",
+                match (r.categories, r.bloom_category) {
+                    (true, true) => "@bloom plus @read/@write and @fast/@slow",
+                    (true, false) =>
+                        "@read/@write and @fast/@slow (this server has no module categories)",
+                    _ => "none (this server has no ACL categories for module commands)",
+                }
+            ),
+        ),
+        Err(why) => log::warning(Some(ctx), &format!("layerbloom: {why}")),
+    }
+    Status::Ok
 }
 
 redis_module! {

@@ -6,6 +6,7 @@ use std::ffi::{c_char, c_long, c_longlong};
 use redis_module::{raw, Context, ContextFlags};
 
 use crate::error::BfError;
+use crate::stats;
 
 /// Writes the reply of one command.
 pub struct Reply<'a> {
@@ -37,6 +38,16 @@ impl<'a> Reply<'a> {
 
     pub fn null(&self) {
         raw::reply_with_null(self.ctx.get_raw());
+    }
+
+    /// A double in RESP3; a bulk string with the shortest text that reads back as the same
+    /// double for RESP2 (`0.01`, `1e-9`), where Redis 7.0 would write 17 digits.
+    pub fn double(&self, value: f64) {
+        if self.is_resp3() {
+            raw::reply_with_double(self.ctx.get_raw(), value);
+        } else {
+            self.bulk(format!("{value:?}").as_bytes());
+        }
     }
 
     pub fn bulk(&self, bytes: &[u8]) {
@@ -71,8 +82,10 @@ impl<'a> Reply<'a> {
         };
     }
 
-    /// An error reply with the error's exact text.
+    /// An error reply with the error's exact text. Every error a client sees passes here, so
+    /// refusals (full, over the memory limit) are counted here for `INFO bf`.
     pub fn error(&self, error: &BfError) {
+        stats::refused(error);
         if *error == BfError::WrongArity {
             // SAFETY: a valid command context.
             unsafe { raw::RedisModule_WrongArity.expect("core API")(self.ctx.get_raw()) };

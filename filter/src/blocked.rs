@@ -164,7 +164,7 @@ const HUGE_PAGE: usize = 2 << 20;
 /// (no THP, other kernels) changes nothing but speed.
 pub(crate) fn advise_huge_pages(v: &Vec<Block>) {
     let len = v.capacity() * BLOCK_BYTES as usize;
-    if len < 2 * HUGE_PAGE {
+    if len < HUGE_PAGE {
         return;
     }
     #[cfg(target_os = "linux")]
@@ -357,7 +357,8 @@ impl BlockedLayer {
             }
         }
         self.set_bits += u64::from(flipped);
-        self.meta.items += 1;
+        // Saturating: counts loaded from other writers can sit at the top of the range.
+        self.meta.items = self.meta.items.saturating_add(1);
         flipped
     }
 

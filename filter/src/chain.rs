@@ -146,16 +146,30 @@ fn blocked_contains(layers: &[BlockedLayer], hash: &ItemHash) -> bool {
     for layer in layers {
         layer.prefetch_first(hash);
     }
+    // First pass without data-dependent branches: which layers' first blocks match, as bits
+    // of a word, so the CPU keeps every layer's load in flight at once. Second pass: the full
+    // check of those layers only, newest first.
     let mut k = 0;
     let mut mask0 = [0u64; 8];
-    layers.iter().rev().any(|layer| {
-        let layer_k = layer.geometry().hashes_per_block;
-        if layer_k != k {
-            k = layer_k;
-            mask0 = crate::blocked::first_mask(hash, k);
+    for (chunk_start, chunk) in layers.chunks(64).enumerate().rev() {
+        let mut matches = 0u64;
+        for (i, layer) in chunk.iter().enumerate() {
+            let layer_k = layer.geometry().hashes_per_block;
+            if layer_k != k {
+                k = layer_k;
+                mask0 = crate::blocked::first_mask(hash, k);
+            }
+            matches |= u64::from(layer.first_block_matches(hash, &mask0)) << i;
         }
-        layer.first_block_matches(hash, &mask0) && layer.contains(hash)
-    })
+        while matches != 0 {
+            let i = 63 - matches.leading_zeros() as usize;
+            if layers[chunk_start * 64 + i].contains(hash) {
+                return true;
+            }
+            matches &= !(1u64 << i);
+        }
+    }
+    false
 }
 
 fn try_vec<T>(n: usize) -> Result<Vec<T>, FilterError> {
@@ -387,7 +401,7 @@ impl ScalableFilter {
             unreachable!("the kind never changes")
         };
         layers.last_mut().expect("at least one layer").insert(hash);
-        self.items += 1;
+        self.items = self.items.saturating_add(1);
         Ok(true)
     }
 
@@ -405,7 +419,7 @@ impl ScalableFilter {
             unreachable!("the kind never changes")
         };
         layers.last_mut().expect("at least one layer").insert(hash);
-        self.items += 1;
+        self.items = self.items.saturating_add(1);
         Ok(true)
     }
 

@@ -241,7 +241,8 @@ impl ClassicLayer {
             }
         }
         self.set_bits += flipped;
-        self.meta.size += 1;
+        // Saturating: RedisBloom's loader accepts any count, including the top of the range.
+        self.meta.size = self.meta.size.saturating_add(1);
     }
 
     /// Overwrites bytes at `offset` (range checked by the caller), keeping the bit count.

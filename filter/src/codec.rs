@@ -241,10 +241,17 @@ fn add_bytes(total: u64, bytes: u64) -> Result<u64, CodecError> {
 /// Decodes and validates a `BF.LOADCHUNK` header of either kind. RedisBloom's is checked as
 /// strictly as RedisBloom checks it.
 pub fn decode_header(bytes: &[u8]) -> Result<Header, CodecError> {
+    decode_header_with(bytes, Strictness::LoadChunk)
+}
+
+/// `decode_header` with a chosen strictness for RedisBloom's header: `Strictness::Rdb` for
+/// headers replayed from the AOF or sent by a primary, which describe filters this server (or
+/// its primary) already accepted from an RDB file, however lax.
+pub fn decode_header_with(bytes: &[u8], strictness: Strictness) -> Result<Header, CodecError> {
     if is_layerbloom_header(bytes) {
         decode_blocked_header(bytes).map(Header::Blocked)
     } else {
-        decode_classic_header(bytes, Strictness::LoadChunk).map(|(h, _)| Header::Classic(h))
+        decode_classic_header(bytes, strictness).map(|(h, _)| Header::Classic(h))
     }
 }
 
@@ -306,9 +313,8 @@ pub fn decode_blocked_header(bytes: &[u8]) -> Result<BlockedHeader, CodecError> 
         if !geometry.is_valid() {
             return Err(CodecError::BadData("layer geometry out of range"));
         }
-        item_sum = item_sum
-            .checked_add(layer_items)
-            .ok_or(CodecError::BadData("item counts overflow"))?;
+        // Saturating, as the counters are.
+        item_sum = item_sum.saturating_add(layer_items);
         byte_sum = add_bytes(byte_sum, geometry.bytes())?;
         layers.push(LayerMeta {
             capacity,
@@ -361,10 +367,10 @@ fn check_classic_chain(
             Strictness::Rdb => warnings.push("unknown option bits, ignored"),
         }
     }
+    // Saturating, as the counters are: a filter whose counts reached the top still loads.
     let sizes = layers
         .iter()
-        .try_fold(0u64, |sum, l| sum.checked_add(l.size))
-        .ok_or(CodecError::BadData("item counts overflow"))?;
+        .fold(0u64, |sum, l| sum.saturating_add(l.size));
     if sizes != items {
         match strictness {
             Strictness::LoadChunk => {

@@ -36,7 +36,7 @@
 //!   sizing functions, the same limit check); a non-scaling filter's is its capacity.
 
 use crate::blocked::BlockedLayer;
-use crate::chain::{Layers, LayerSummary, ScalableFilter, TIGHTENING};
+use crate::chain::{LayerSummary, Layers, ScalableFilter, TIGHTENING};
 use crate::classic::{ClassicLayer, ClassicMeta};
 use crate::sizing::{self, BLOCK_BITS, MIN_SIZING_ERROR};
 
@@ -97,8 +97,12 @@ pub fn layer_fpr(layer: &LayerSummary, classic: bool) -> f64 {
 
 /// `1 − Π(1 − fpr_i)` over the layers.
 pub fn chain_fpr(layers: &[LayerSummary], classic: bool) -> f64 {
-    let pass: f64 = layers.iter().map(|l| 1.0 - layer_fpr(l, classic)).product();
-    (1.0 - pass).clamp(0.0, 1.0)
+    // In logs: `1 − Π(1 − p)` directly would round rates under 1e-16 away.
+    let ln_pass: f64 = layers
+        .iter()
+        .map(|l| (-layer_fpr(l, classic)).ln_1p())
+        .sum();
+    (-ln_pass.exp_m1()).clamp(0.0, 1.0)
 }
 
 /// The distinct items one layer's bits account for (see the module notes).
@@ -153,8 +157,8 @@ fn block_positive(k: u32, j: u64) -> f64 {
         return 0.0;
     }
     // Var(S_t) = B(B−1)(1−2/B)^t + B·q^t − B²·q^(2t), for the fill S_t/B divide by B².
-    let var_s =
-        bits * (bits - 1.0) * (1.0 - 2.0 / bits).powi(t) + bits * q.powi(t) - bits * bits * q.powi(2 * t);
+    let var_s = bits * (bits - 1.0) * (1.0 - 2.0 / bits).powi(t) + bits * q.powi(t)
+        - bits * bits * q.powi(2 * t);
     let var = (var_s / (bits * bits)).max(0.0);
     let kf = f64::from(k);
     let pairs = kf * (kf - 1.0) / 2.0;
@@ -192,57 +196,491 @@ fn ln_factorial(n: u64) -> f64 {
         - 1.0 / (360.0 * x * x * x)
 }
 
+/// The item count at which a layer of `capacity` items reaches `percent`% of its capacity:
+/// `ceil(capacity · percent / 100)`, at least 1.
+pub fn warning_mark(capacity: u64, percent: u32) -> u64 {
+    let mark = (u128::from(capacity) * u128::from(percent)).div_ceil(100);
+    u64::try_from(mark).unwrap_or(u64::MAX).max(1)
+}
+
+/// Items and capacity of layer `index` (oldest first).
+pub fn layer_load(filter: &ScalableFilter, index: usize) -> Option<(u64, u64)> {
+    match filter.layers() {
+        Layers::Blocked(layers) => layers.get(index).map(|l| (l.items(), l.capacity())),
+        Layers::Classic { layers, .. } => {
+            layers.get(index).map(|l| (l.meta().size, l.meta().entries))
+        }
+    }
+}
+
+/// Whether the newest layer is at or past `percent`% of its capacity (`percent` 0: never).
+pub fn over_warning(filter: &ScalableFilter, percent: u32) -> bool {
+    let newest = filter.layer_count().saturating_sub(1);
+    percent > 0
+        && layer_load(filter, newest)
+            .is_some_and(|(items, capacity)| items >= warning_mark(capacity, percent))
+}
+
+/// A filter's load before a write: what `crossings` compares the filter with afterwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadMark {
+    layers: usize,
+    newest_items: u64,
+}
+
+impl LoadMark {
+    pub fn of(filter: &ScalableFilter) -> Self {
+        let layers = filter.layer_count();
+        LoadMark {
+            layers,
+            newest_items: layer_load(filter, layers.saturating_sub(1)).map_or(0, |(i, _)| i),
+        }
+    }
+}
+
+/// A layer that a write took from under its warning mark to at or past it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Crossing {
+    /// The layer's index, oldest first.
+    pub layer: usize,
+    /// Its items after the write.
+    pub items: u64,
+    pub capacity: u64,
+}
+
+/// The layers that crossed `percent`% of their capacity since `before`: the newest layer of
+/// then and every layer added since, each at most once (a layer's items only grow, so each
+/// crosses once in its life). Empty when `percent` is 0.
+pub fn crossings(before: LoadMark, filter: &ScalableFilter, percent: u32) -> Vec<Crossing> {
+    if percent == 0 {
+        return Vec::new();
+    }
+    let first = before.layers.saturating_sub(1);
+    (first..filter.layer_count())
+        .filter_map(|layer| {
+            let (items, capacity) = layer_load(filter, layer)?;
+            let was = if layer == first && before.layers > 0 {
+                before.newest_items
+            } else {
+                0
+            };
+            let mark = warning_mark(capacity, percent);
+            (was < mark && items >= mark).then_some(Crossing {
+                layer,
+                items,
+                capacity,
+            })
+        })
+        .collect()
+}
+
 /// The capacity the filter reaches if it grows until its next layer would take it past
 /// `max_bytes`: its capacity plus that of every layer it can still add. Follows the chain's
 /// growth rule exactly (`ScalableFilter::add` refuses the growth this stops at).
+///
+/// A blocked layer's geometry comes from `sizing::plan_layer`, which computes (and caches) the
+/// shape of each error rate it meets: the first call for a chain of a given error rate costs a
+/// few milliseconds per future layer, later calls (and the growth itself) hit the cache.
 pub fn max_capacity(filter: &ScalableFilter, max_bytes: u64) -> u64 {
     let mut capacity = filter.capacity();
     let expansion = u64::from(filter.expansion_raw());
+    let Some(mut next) = NextLayer::after_newest(filter) else {
+        return capacity;
+    };
     if expansion == 0 {
         return capacity;
     }
-    let per_layer = ScalableFilter::overhead_bytes(1) - ScalableFilter::overhead_bytes(0);
+    // The growth check reserves room for the larger of the two layer kinds; the filter's
+    // memory then grows by its own kind's table entry.
+    let reserved = ScalableFilter::overhead_bytes(1) - ScalableFilter::overhead_bytes(0);
+    let entry = if filter.is_classic() {
+        std::mem::size_of::<ClassicLayer>()
+    } else {
+        std::mem::size_of::<BlockedLayer>()
+    } as u64;
     let mut memory = filter.memory_usage();
-    // The next layer's capacity and error from the newest one's, and its bytes.
-    let mut next: Box<dyn FnMut() -> Option<(u64, u64, f64)>> = match filter.layers() {
-        Layers::Blocked(layers) => {
-            let newest = layers.last().map(BlockedLayer::meta)?;
-            let (mut cap, mut err) = (newest.capacity, newest.error);
-            Box::new(move || {
-                cap = cap.checked_mul(expansion)?;
-                err = (err * TIGHTENING).max(f64::MIN_POSITIVE);
-                let bytes = sizing::plan_layer(cap, err).ok()?.bytes();
-                Some((cap, bytes, err))
-            })
-        }
-        Layers::Classic {
-            options, layers, ..
-        } => {
-            let newest = layers.last().map(ClassicLayer::meta)?;
-            let (mut entries, mut err, options) = (newest.entries, newest.error, *options);
-            Box::new(move || {
-                let meta = ClassicMeta::plan(entries.checked_mul(expansion)?, err * TIGHTENING, options)
-                    .ok()?;
-                entries = meta.entries;
-                err = meta.error;
-                Some((entries, meta.bytes(), err))
-            })
-        }
-    };
-    while let Some((cap, bytes, err)) = next() {
-        let needed = memory.saturating_add(bytes).saturating_add(per_layer);
-        if needed > max_bytes {
+    while let Some((layer_capacity, bytes)) = next.step(expansion) {
+        let fits = |memory: u64| memory.saturating_add(bytes).saturating_add(reserved) <= max_bytes;
+        if !fits(memory) {
             break;
         }
-        memory = needed;
-        capacity = capacity.saturating_add(cap);
-        // With expansion 1 and the error under the sizing floor every further layer is the
-        // same: count them at once instead of one by one (there can be millions).
-        if expansion == 1 && !filter.is_classic() && err < MIN_SIZING_ERROR {
-            let more = (max_bytes - memory) / (bytes + per_layer).max(1);
-            capacity = capacity.saturating_add(cap.saturating_mul(more));
+        memory = memory.saturating_add(bytes + entry);
+        capacity = capacity.saturating_add(layer_capacity);
+        if expansion == 1 && next.is_constant() {
+            // Every further layer is this one again (same capacity, error under the sizing
+            // floor): count them at once instead of one by one (there can be millions).
+            if fits(memory) {
+                let room = max_bytes - memory - bytes - reserved;
+                let more = room / (bytes + entry) + 1;
+                capacity = capacity.saturating_add(layer_capacity.saturating_mul(more));
+            }
             break;
         }
     }
-    Some(capacity)
+    capacity
+}
+
+/// The chain's growth rule, one layer at a time: capacity × expansion, error × `TIGHTENING`.
+enum NextLayer {
+    Blocked {
+        capacity: u64,
+        error: f64,
+    },
+    Classic {
+        entries: u64,
+        error: f64,
+        options: u32,
+    },
+}
+
+impl NextLayer {
+    fn after_newest(filter: &ScalableFilter) -> Option<Self> {
+        Some(match filter.layers() {
+            Layers::Blocked(layers) => {
+                let newest = layers.last().map(BlockedLayer::meta)?;
+                NextLayer::Blocked {
+                    capacity: newest.capacity,
+                    error: newest.error,
+                }
+            }
+            Layers::Classic {
+                options, layers, ..
+            } => {
+                let newest = layers.last().map(ClassicLayer::meta)?;
+                NextLayer::Classic {
+                    entries: newest.entries,
+                    error: newest.error,
+                    options: *options,
+                }
+            }
+        })
+    }
+
+    /// The next layer's capacity and bit-array bytes, or `None` where growth stops anyway
+    /// (capacity overflow, a layer no sizing can build).
+    fn step(&mut self, expansion: u64) -> Option<(u64, u64)> {
+        match self {
+            NextLayer::Blocked { capacity, error } => {
+                *capacity = capacity.checked_mul(expansion)?;
+                *error = (*error * TIGHTENING).max(f64::MIN_POSITIVE);
+                let bytes = sizing::plan_layer(*capacity, *error).ok()?.bytes();
+                Some((*capacity, bytes))
+            }
+            NextLayer::Classic {
+                entries,
+                error,
+                options,
+            } => {
+                let meta = ClassicMeta::plan(
+                    entries.checked_mul(expansion)?,
+                    *error * TIGHTENING,
+                    *options,
+                )
+                .ok()?;
+                *entries = meta.entries;
+                *error = meta.error;
+                Some((meta.entries, meta.bytes()))
+            }
+        }
+    }
+
+    /// Whether every later layer has this one's geometry when the capacity does not grow: a
+    /// blocked layer whose error is under the sizing floor. (A classic layer's error keeps
+    /// halving until no layer can be planned, at most about 1075 layers.)
+    fn is_constant(&self) -> bool {
+        matches!(self, NextLayer::Blocked { error, .. } if *error < MIN_SIZING_ERROR)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::FilterSpec;
+    use crate::hash::ItemHash;
+    use crate::FilterError;
+
+    fn item(i: u64) -> Vec<u8> {
+        format!("health-{i}").into_bytes()
+    }
+
+    fn summary_of(layer: &BlockedLayer) -> LayerSummary {
+        let g = layer.geometry();
+        LayerSummary {
+            capacity: layer.capacity(),
+            error: layer.error(),
+            items: layer.items(),
+            bytes: g.bytes(),
+            set_bits: layer.set_bits(),
+            total_bits: layer.total_bits(),
+            hashes: g.blocks_per_item * g.hashes_per_block,
+            blocks_per_item: g.blocks_per_item,
+        }
+    }
+
+    fn blocked_layer(capacity: u64, error: f64, items: u64) -> BlockedLayer {
+        let mut layer = BlockedLayer::new(capacity, error).unwrap();
+        for i in 0..items {
+            layer.insert(&ItemHash::of(&item(i)));
+        }
+        layer
+    }
+
+    fn spec(capacity: u64, error: f64, expansion: u32) -> FilterSpec {
+        FilterSpec::new(capacity, error, expansion)
+    }
+
+    fn classic(capacity: u64, error: f64, expansion: u32) -> FilterSpec {
+        FilterSpec {
+            layout: crate::Layout::Classic,
+            ..spec(capacity, error, expansion)
+        }
+    }
+
+    #[test]
+    fn blocked_fpr_estimate_tracks_the_exact_rate_of_the_bits() {
+        // The exact rate of the actual bits (`state_fpr` reads every block) against the
+        // estimate from the set-bit count alone, from a quarter of capacity to three times it.
+        for p in [0.25, 0.1, 0.01, 0.001, 1e-4, 1e-6] {
+            for load in [0.5, 1.0, 3.0] {
+                let capacity = 100_000;
+                let layer = blocked_layer(capacity, p, (capacity as f64 * load) as u64);
+                let s = summary_of(&layer);
+                let exact = layer.state_fpr();
+                let estimate = layer_fpr(&s, false);
+                assert!(
+                    (estimate / exact - 1.0).abs() < 0.03,
+                    "p={p} load={load}: estimate {estimate:e}, exact {exact:e}"
+                );
+                if load <= 1.0 && p <= 0.01 {
+                    // Why the plain `fill^hashes` is not used: uneven blocks make it low.
+                    let naive = fill_ratio(&s).powi(s.hashes as i32);
+                    assert!(
+                        naive < exact * 0.9,
+                        "p={p} load={load}: {naive:e} {exact:e}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn classic_fpr_is_the_fill_to_the_number_of_hashes() {
+        let mut f = ScalableFilter::new(classic(10_000, 0.01, 0), u64::MAX).unwrap();
+        for i in 0..8000 {
+            f.add(&item(i), u64::MAX).unwrap();
+        }
+        let s = f.layer_summaries()[0];
+        let fill = s.set_bits as f64 / s.total_bits as f64;
+        assert_eq!(fill_ratio(&s), fill);
+        assert_eq!(layer_fpr(&s, true), fill.powi(s.hashes as i32));
+        assert!(fill > 0.3 && fill < 0.6, "{fill}");
+    }
+
+    #[test]
+    fn empty_and_saturated_layers_have_rates_zero_and_one() {
+        let empty = summary_of(&BlockedLayer::new(100, 0.01).unwrap());
+        assert_eq!(layer_fpr(&empty, false), 0.0);
+        assert_eq!(layer_fpr(&empty, true), 0.0);
+        assert_eq!(layer_distinct(&empty, false), 0.0);
+        let full = LayerSummary {
+            set_bits: empty.total_bits,
+            ..empty
+        };
+        assert_eq!(layer_fpr(&full, false), 1.0);
+        assert_eq!(layer_fpr(&full, true), 1.0);
+        // Saturated: a finite lower bound, the estimate with one bit clear.
+        let one_clear = LayerSummary {
+            set_bits: empty.total_bits - 1,
+            ..empty
+        };
+        let d = layer_distinct(&full, false);
+        assert!(d.is_finite() && d > 0.0);
+        assert_eq!(d, layer_distinct(&one_clear, false));
+    }
+
+    #[test]
+    fn the_chain_rate_combines_the_layers() {
+        let a = summary_of(&blocked_layer(1000, 0.01, 1000));
+        let b = summary_of(&blocked_layer(2000, 0.005, 700));
+        let (pa, pb) = (layer_fpr(&a, false), layer_fpr(&b, false));
+        let chain = chain_fpr(&[a, b], false);
+        assert!((chain - (1.0 - (1.0 - pa) * (1.0 - pb))).abs() < 1e-15);
+        // Tiny rates are not rounded away.
+        let tiny = summary_of(&blocked_layer(100_000, 0.01, 10));
+        let p = layer_fpr(&tiny, false);
+        assert!(p > 0.0 && p < 1e-12, "{p:e}");
+        assert!((chain_fpr(&[tiny, tiny], false) / (2.0 * p) - 1.0).abs() < 1e-9);
+        assert!(chain > pa.max(pb) && chain < pa + pb);
+        assert_eq!(chain_fpr(&[], false), 0.0);
+    }
+
+    #[test]
+    fn distinct_items_are_estimated_within_a_percent() {
+        for p in [0.1, 0.01, 1e-4] {
+            for n in [10_000u64, 50_000, 150_000] {
+                let layer = blocked_layer(50_000, p, n);
+                let d = layer_distinct(&summary_of(&layer), false);
+                assert!((d / n as f64 - 1.0).abs() < 0.01, "p={p} n={n}: {d}");
+            }
+        }
+        let mut f = ScalableFilter::new(classic(50_000, 0.01, 0), u64::MAX).unwrap();
+        for i in 0..40_000 {
+            f.add(&item(i), u64::MAX).unwrap();
+        }
+        let d = distinct_items(&f.layer_summaries(), true);
+        // Counted items exclude the few the filter wrongly found present; the bits include them.
+        assert!(
+            d as f64 >= f.items() as f64 * 0.99 && d as f64 <= 40_000.0 * 1.01,
+            "{d}"
+        );
+    }
+
+    #[test]
+    fn distinct_items_count_the_items_false_positives_swallowed() {
+        // A 25% filter filled to three times its capacity refuses many new items as present:
+        // the counter misses them, the bits do not.
+        let mut f = ScalableFilter::new(spec(10_000, 0.25, 0), u64::MAX).unwrap();
+        let mut offered = 0u64;
+        for i in 0..1_000_000 {
+            offered += 1;
+            if f.add(&item(i), u64::MAX) == Err(FilterError::Full) {
+                break;
+            }
+        }
+        let d = distinct_items(&f.layer_summaries(), false) as f64;
+        assert!(d > f.items() as f64 * 1.02, "{d} vs {}", f.items());
+        assert!(
+            (d / (offered - 1) as f64 - 1.0).abs() < 0.05,
+            "{d} vs {offered}"
+        );
+    }
+
+    /// Grows a filter under `limit` until growth is refused; its capacity then.
+    fn grown_capacity(s: FilterSpec, limit: u64) -> u64 {
+        let mut f = ScalableFilter::new(s, u64::MAX).unwrap();
+        let predicted = max_capacity(&f, limit);
+        let mut i = 0;
+        loop {
+            match f.add(&item(i), limit) {
+                Ok(_) => i += 1,
+                Err(FilterError::OverLimit { .. }) | Err(FilterError::Full) => break,
+                Err(e) => panic!("{e}"),
+            }
+            assert!(i < 10_000_000, "never refused");
+        }
+        assert_eq!(predicted, f.capacity(), "{s:?} limit {limit}");
+        // Once grown, the filter can reach no further.
+        assert_eq!(max_capacity(&f, limit), f.capacity());
+        predicted
+    }
+
+    #[test]
+    fn max_capacity_is_where_growth_is_refused() {
+        for limit in [2_000, 20_000, 200_000, 1 << 20] {
+            for s in [
+                spec(100, 0.01, 2),
+                classic(100, 0.01, 2),
+                spec(50, 0.001, 3),
+            ] {
+                let reached = grown_capacity(s, limit);
+                assert!(reached >= s.capacity, "{s:?}");
+            }
+        }
+        // A limit below the filter's memory: no growth at all.
+        let f = ScalableFilter::new(spec(1000, 0.01, 2), u64::MAX).unwrap();
+        assert_eq!(max_capacity(&f, 10), 1000);
+        // Non-scaling: its capacity, whatever the limit.
+        let f = ScalableFilter::new(spec(1000, 0.01, 0), u64::MAX).unwrap();
+        assert_eq!(max_capacity(&f, u64::MAX), 1000);
+        // Unlimited: growth stops where capacities overflow, not in an endless loop.
+        let f = ScalableFilter::new(spec(1 << 30, 0.01, 32768), u64::MAX).unwrap();
+        assert!(max_capacity(&f, u64::MAX) > 1 << 30);
+    }
+
+    #[test]
+    fn max_capacity_counts_constant_layers_at_once() {
+        // Expansion 1 and capacity 1: the error halves each layer until it is under the
+        // sizing floor, then every layer is the same: counted in one step, and exactly what
+        // growth reaches.
+        let reached = grown_capacity(spec(1, 0.01, 1), 40_000);
+        assert!(reached > 60, "{reached}");
+        let reached = grown_capacity(classic(1, 0.01, 1), 40_000);
+        assert!(reached > 30, "{reached}");
+    }
+
+    #[test]
+    fn warning_marks_round_up() {
+        assert_eq!(warning_mark(100, 70), 70);
+        assert_eq!(warning_mark(3, 70), 3);
+        assert_eq!(warning_mark(10, 1), 1);
+        assert_eq!(warning_mark(1, 100), 1);
+        assert_eq!(warning_mark(u64::MAX, 100), u64::MAX);
+    }
+
+    #[test]
+    fn each_layer_crosses_its_warning_mark_once() {
+        for s in [spec(100, 0.01, 2), classic(100, 0.01, 2)] {
+            let mut f = ScalableFilter::new(s, u64::MAX).unwrap();
+            let cap0 = f.capacity();
+            let mut next = 0u64;
+            let mut add_until = |f: &mut ScalableFilter, items: u64| {
+                let before = LoadMark::of(f);
+                while f.items() < items {
+                    f.add(&item(next), u64::MAX).unwrap();
+                    next += 1;
+                }
+                crossings(before, f, 70)
+            };
+            let mark0 = warning_mark(cap0, 70);
+            assert_eq!(add_until(&mut f, mark0 - 1), vec![]);
+            assert!(!over_warning(&f, 70));
+            assert_eq!(
+                add_until(&mut f, mark0),
+                vec![Crossing {
+                    layer: 0,
+                    items: mark0,
+                    capacity: cap0
+                }]
+            );
+            assert!(over_warning(&f, 70));
+            assert_eq!(add_until(&mut f, cap0), vec![]);
+            // One write that grows a layer and takes it past its mark reports that layer.
+            let (_, cap1) = layer_load(&f, 1).unwrap_or((0, 0));
+            assert_eq!(cap1, 0, "no second layer yet");
+            let crossed = add_until(&mut f, cap0 + cap0 * 2 * 8 / 10);
+            assert_eq!(crossed.len(), 1, "{crossed:?}");
+            assert_eq!(crossed[0].layer, 1);
+            assert!(over_warning(&f, 70));
+            // Percent 0 is off.
+            assert_eq!(crossings(LoadMark::of(&f), &f, 0), vec![]);
+            assert!(!over_warning(&f, 0));
+        }
+        // A batch that crosses the first layer's mark and fills the next past its own.
+        let mut f = ScalableFilter::new(spec(100, 0.01, 2), u64::MAX).unwrap();
+        let before = LoadMark::of(&f);
+        let mut i = 0;
+        while f.layer_count() < 2 || layer_load(&f, 1).unwrap().0 < 150 {
+            f.add(&item(i), u64::MAX).unwrap();
+            i += 1;
+        }
+        let layers: Vec<usize> = crossings(before, &f, 70).iter().map(|c| c.layer).collect();
+        assert_eq!(layers, vec![0, 1]);
+    }
+
+    #[test]
+    fn health_reports_every_figure() {
+        let mut f = ScalableFilter::new(spec(1000, 0.01, 2), u64::MAX).unwrap();
+        for i in 0..1500 {
+            f.add(&item(i), u64::MAX).unwrap();
+        }
+        let h = health(&f, 1 << 20);
+        let layers = f.layer_summaries();
+        assert_eq!(h.error, 0.01);
+        assert_eq!(h.fill_ratio, fill_ratio(&layers[1]));
+        assert_eq!(h.estimated_fpr, chain_fpr(&layers, false));
+        assert_eq!(h.estimated_distinct, distinct_items(&layers, false));
+        assert_eq!(h.max_capacity, max_capacity(&f, 1 << 20));
+        assert!(h.estimated_fpr > 0.0 && h.estimated_fpr < 0.01);
+        assert!((h.estimated_distinct as f64 / 1500.0 - 1.0).abs() < 0.03);
+    }
 }

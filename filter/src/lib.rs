@@ -9,6 +9,7 @@ pub mod classic;
 pub mod codec;
 pub mod error;
 pub mod hash;
+pub mod health;
 pub mod sizing;
 
 pub use blocked::{BlockedLayer, LayerMeta};

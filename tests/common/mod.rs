@@ -238,14 +238,14 @@ impl Server {
                 if let Ok(Value::ServerError(e)) = con.req_command(&cmd!("SHUTDOWN", word)) {
                     panic!("SHUTDOWN {word} refused: {}", server_error_text(&e));
                 }
-                wait_exit(&mut child, STOP_TIMEOUT);
+                wait_exit(&mut child, stop_timeout());
             }
             Stop::Kill => {
                 let _ = child.kill();
                 let _ = child.wait();
             }
         }
-        let deadline = Instant::now() + START_TIMEOUT;
+        let deadline = Instant::now() + start_timeout();
         loop {
             match spawn(&self.builder, &dir, port) {
                 Ok(child) => {
@@ -263,7 +263,7 @@ impl Server {
     fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             signal(&child, SIGTERM);
-            wait_exit(&mut child, STOP_TIMEOUT);
+            wait_exit(&mut child, stop_timeout());
         }
     }
 }
@@ -272,6 +272,7 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.stop();
         if let Some(dir) = &self.dir {
+            valgrind_verdict(dir);
             if std::thread::panicking() {
                 eprintln!("server dir kept for inspection: {}", dir.display());
             } else {
@@ -389,7 +390,7 @@ fn args(builder: &Builder, dir: &Path, port: u16) -> Vec<String> {
 fn spawn(builder: &Builder, dir: &Path, port: u16) -> Result<Child, String> {
     let stderr_path = dir.join("stderr.log");
     let stderr = fs::File::create(&stderr_path).expect("cannot create stderr.log");
-    let mut child = Command::new("redis-server")
+    let mut child = server_command(dir)
         .args(args(builder, dir, port))
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -397,7 +398,7 @@ fn spawn(builder: &Builder, dir: &Path, port: u16) -> Result<Child, String> {
         .stderr(stderr)
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run redis-server: {e}"));
-    let deadline = Instant::now() + START_TIMEOUT;
+    let deadline = Instant::now() + start_timeout();
     loop {
         if let Ok(Some(status)) = child.try_wait() {
             return Err(format!(
@@ -412,7 +413,8 @@ fn spawn(builder: &Builder, dir: &Path, port: u16) -> Result<Child, String> {
             let _ = child.kill();
             let _ = child.wait();
             return Err(format!(
-                "redis-server did not answer PING within {START_TIMEOUT:?} on port {port}\n{}",
+                "redis-server did not answer PING within {:?} on port {port}\n{}",
+                start_timeout(),
                 tails(dir)
             ));
         }
@@ -734,4 +736,488 @@ pub fn loadchunks(con: &mut redis::Connection, key: &str, chunks: &[(i64, Vec<u8
 /// Whether `key` exists (Redis `EXISTS`).
 pub fn key_exists(con: &mut redis::Connection, key: &str) -> bool {
     con.q::<i64>(&cmd!("EXISTS", key)) == 1
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running the servers under valgrind, and small helpers for the reliability tests.
+// ---------------------------------------------------------------------------------------------
+
+/// Whether the servers run under valgrind (`LAYERBLOOM_VALGRIND=1`): every spawn is prefixed
+/// with `valgrind --error-exitcode=99`, the start and stop timeouts grow, and dropping a
+/// [`Server`] fails the test unless each valgrind log of its processes reports no error.
+pub fn under_valgrind() -> bool {
+    std::env::var("LAYERBLOOM_VALGRIND").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+fn start_timeout() -> Duration {
+    if under_valgrind() {
+        Duration::from_secs(180)
+    } else {
+        START_TIMEOUT
+    }
+}
+
+fn stop_timeout() -> Duration {
+    if under_valgrind() {
+        Duration::from_secs(120)
+    } else {
+        STOP_TIMEOUT
+    }
+}
+
+/// `redis-server`, or `valgrind ... redis-server` under [`under_valgrind`]. Valgrind keeps
+/// the process id, so the PING check of [`spawn`] still recognises the server.
+fn server_command(dir: &Path) -> Command {
+    if !under_valgrind() {
+        return Command::new("redis-server");
+    }
+    let mut c = Command::new("valgrind");
+    c.arg("--tool=memcheck")
+        .arg("--leak-check=no")
+        .arg("--error-exitcode=99")
+        // Debian's redis-server takes malloc from the system jemalloc: intercept it there.
+        .arg("--soname-synonyms=somalloc=libjemalloc.so*")
+        .arg(format!("--log-file={}/valgrind.%p.log", dir.display()))
+        .arg(format!(
+            "--suppressions={}",
+            valgrind_suppressions(dir).display()
+        ))
+        .arg("--track-origins=yes")
+        .arg("redis-server");
+    c
+}
+
+/// Writes the suppression file into the server's dir. LZF compression (RDB and DUMP strings)
+/// probes a hash table it deliberately leaves uninitialised: a known, harmless report that
+/// Redis's own `src/valgrind.sup` suppresses the same way.
+fn valgrind_suppressions(dir: &Path) -> PathBuf {
+    let path = dir.join("valgrind.supp");
+    let text = "{\n   lzf-uninitialised-hash-table-cond\n   Memcheck:Cond\n   fun:lzf_compress\n}\n\
+                {\n   lzf-uninitialised-hash-table-value8\n   Memcheck:Value8\n   fun:lzf_compress\n}\n";
+    fs::write(&path, text).expect("cannot write valgrind.supp");
+    path
+}
+
+/// Lines valgrind writes when it reports an error (also in the log of a killed process,
+/// which has no final summary).
+const VALGRIND_ERROR_MARKS: [&str; 8] = [
+    "Invalid read",
+    "Invalid write",
+    "Invalid free",
+    "Mismatched free",
+    "uninitialised",
+    "Syscall param",
+    "overlap",
+    "Process terminating with default action of signal 11",
+];
+
+/// Under valgrind: copies the logs to `$LAYERBLOOM_VALGRIND_LOGS` (if set) and panics unless
+/// every log of the dir reports zero errors.
+fn valgrind_verdict(dir: &Path) {
+    if !under_valgrind() || std::thread::panicking() {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let mut bad = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with("valgrind.") && name.ends_with(".log")) {
+            continue;
+        }
+        let text = fs::read_to_string(entry.path()).unwrap_or_default();
+        if let Some(keep) = std::env::var_os("LAYERBLOOM_VALGRIND_LOGS") {
+            let keep = PathBuf::from(keep);
+            let _ = fs::create_dir_all(&keep);
+            let n = DIR_COUNTER.fetch_add(1, Ordering::Relaxed);
+            let _ = fs::write(
+                keep.join(format!("{}-{n}-{name}", std::process::id())),
+                &text,
+            );
+        }
+        let clean = if text.contains("ERROR SUMMARY:") {
+            text.contains("ERROR SUMMARY: 0 errors")
+        } else {
+            // Killed (SIGKILL) before the summary: no error may have been reported.
+            !VALGRIND_ERROR_MARKS.iter().any(|m| text.contains(m))
+        };
+        if !clean {
+            bad.push(format!("{name}:\n{text}"));
+        }
+    }
+    if !bad.is_empty() {
+        panic!(
+            "valgrind reported errors (dir kept: {}):\n{}",
+            dir.display(),
+            bad.join("\n")
+        );
+    }
+}
+
+impl Server {
+    /// Whether the spawned process is still running (always true for an external server).
+    pub fn is_running(&mut self) -> bool {
+        match &mut self.child {
+            Some(child) => matches!(child.try_wait(), Ok(None)),
+            None => true,
+        }
+    }
+
+    /// The spawned process's id (own servers only).
+    pub fn pid(&self) -> u32 {
+        self.child
+            .as_ref()
+            .expect("pid() of an external server")
+            .id()
+    }
+
+    /// The server's URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Kills the process with SIGKILL and leaves it dead (own servers only); a later
+    /// [`Server::restart`] is not possible, but [`Server::start_again`] is.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts a server killed by [`Server::kill`] again, with the same options, dir and port.
+    pub fn start_again(&mut self) {
+        assert!(self.child.is_none(), "start_again() of a running server");
+        let port = self.port;
+        let dir = self.dir().to_path_buf();
+        let deadline = Instant::now() + start_timeout();
+        loop {
+            match spawn(&self.builder, &dir, port) {
+                Ok(child) => {
+                    self.child = Some(child);
+                    return;
+                }
+                Err(failure) if Instant::now() > deadline => {
+                    panic!("redis-server did not start again on port {port}:\n{failure}")
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        }
+    }
+}
+
+/// Asserts the server answers PING with PONG.
+pub fn assert_pong(con: &mut redis::Connection) {
+    assert_eq!(
+        con.raw(&cmd!("PING")),
+        Value::SimpleString("PONG".into()),
+        "PING"
+    );
+}
+
+/// One numeric field of `INFO <section>`.
+pub fn info_i64(con: &mut redis::Connection, section: &str, field: &str) -> i64 {
+    let info = con.info_map(section);
+    info.get(field)
+        .unwrap_or_else(|| panic!("no {field} in INFO {section}"))
+        .parse()
+        .unwrap_or_else(|e| panic!("INFO {section} {field}: {e}"))
+}
+
+/// A small deterministic pseudo-random generator (SplitMix64) for reproducible workloads.
+#[derive(Debug, Clone)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+
+    /// True with probability `percent`/100.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+
+    /// An element of a non-empty slice.
+    pub fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[self.below(xs.len() as u64) as usize]
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// DUMP payloads built field by field, with a valid CRC-64: the module's decoders are attacked,
+// not Redis's checksum (tests/hostile.rs, tests/recovery.rs).
+// ---------------------------------------------------------------------------------------------
+
+/// CRC-64 as Redis computes DUMP and RDB checksums ("Jones": polynomial 0xad93d23594c935a9,
+/// reflected input and output, initial value 0, no final xor).
+pub fn crc64(bytes: &[u8]) -> u64 {
+    const POLY_REFLECTED: u64 = 0x95ac_9329_ac4b_c9b5;
+    static TABLE: std::sync::OnceLock<[u64; 256]> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let mut t = [0u64; 256];
+        for (i, slot) in t.iter_mut().enumerate() {
+            let mut c = i as u64;
+            for _ in 0..8 {
+                c = if c & 1 == 1 {
+                    (c >> 1) ^ POLY_REFLECTED
+                } else {
+                    c >> 1
+                };
+            }
+            *slot = c;
+        }
+        t
+    });
+    bytes.iter().fold(0u64, |crc, &b| {
+        table[((crc ^ u64::from(b)) & 0xff) as usize] ^ (crc >> 8)
+    })
+}
+
+/// An RDB length: 6-bit, 14-bit, 32-bit or 64-bit form, the shortest that fits.
+pub fn rdb_len(n: u64) -> Vec<u8> {
+    if n < 1 << 6 {
+        vec![n as u8]
+    } else if n < 1 << 14 {
+        vec![0x40 | (n >> 8) as u8, n as u8]
+    } else if n <= u64::from(u32::MAX) {
+        let mut v = vec![0x80];
+        v.extend_from_slice(&(n as u32).to_be_bytes());
+        v
+    } else {
+        let mut v = vec![0x81];
+        v.extend_from_slice(&n.to_be_bytes());
+        v
+    }
+}
+
+/// The 64-bit id Redis gives a module data type: its 9-character name at 6 bits a character,
+/// then the 10-bit encoding version.
+pub fn module_type_id(name: &[u8; 9], encver: u64) -> u64 {
+    const CHARSET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let id = name.iter().fold(0u64, |id, c| {
+        let pos = CHARSET.iter().position(|x| x == c).expect("name charset") as u64;
+        (id << 6) | pos
+    });
+    (id << 10) | (encver & 1023)
+}
+
+pub const RDB_TYPE_MODULE_2: u8 = 7;
+pub const OP_EOF: u8 = 0;
+pub const OP_UINT: u8 = 2;
+pub const OP_FLOAT: u8 = 3;
+pub const OP_DOUBLE: u8 = 4;
+pub const OP_STRING: u8 = 5;
+/// The data type's encoding version for layerbloom's own values.
+pub const LAYERBLOOM_ENCVER: u64 = 100;
+/// RedisBloom's current encoding version.
+pub const REDISBLOOM_ENCVER: u64 = 4;
+/// The RDB version Redis 7.0 writes in DUMP footers.
+pub const RDB_VERSION_7_0: u16 = 10;
+
+/// One field of a module value as the module API saves it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Field {
+    Uint(u64),
+    Double(f64),
+    Str(Vec<u8>),
+    /// Bytes written as they are: an opcode-level attack.
+    Raw(Vec<u8>),
+}
+
+impl Field {
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Field::Uint(n) => {
+                out.push(OP_UINT);
+                out.extend(rdb_len(*n));
+            }
+            Field::Double(x) => {
+                out.push(OP_DOUBLE);
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+            Field::Str(s) => {
+                out.push(OP_STRING);
+                out.extend(rdb_len(s.len() as u64));
+                out.extend_from_slice(s);
+            }
+            Field::Raw(b) => out.extend_from_slice(b),
+        }
+    }
+
+    pub fn str(&self) -> &[u8] {
+        match self {
+            Field::Str(s) => s,
+            other => panic!("expected a string field, got {other:?}"),
+        }
+    }
+}
+
+/// A DUMP payload of a module value.
+#[derive(Debug, Clone)]
+pub struct Payload {
+    pub type_byte: u8,
+    pub module_id: u64,
+    pub fields: Vec<Field>,
+    pub eof: bool,
+    pub rdb_version: u16,
+}
+
+impl Payload {
+    pub fn new(encver: u64, fields: Vec<Field>) -> Self {
+        Payload {
+            type_byte: RDB_TYPE_MODULE_2,
+            module_id: module_type_id(b"MBbloom--", encver),
+            fields,
+            eof: true,
+            rdb_version: RDB_VERSION_7_0,
+        }
+    }
+
+    /// A layerbloom value: the header string, then the bit array pieces.
+    pub fn layerbloom(header: &[u8], pieces: &[Vec<u8>]) -> Self {
+        let mut fields = vec![Field::Str(header.to_vec())];
+        fields.extend(pieces.iter().map(|p| Field::Str(p.clone())));
+        Payload::new(LAYERBLOOM_ENCVER, fields)
+    }
+
+    pub fn body(&self) -> Vec<u8> {
+        let mut out = vec![self.type_byte];
+        out.extend(rdb_len(self.module_id));
+        for f in &self.fields {
+            f.encode(&mut out);
+        }
+        if self.eof {
+            out.push(OP_EOF);
+        }
+        out
+    }
+
+    /// The payload bytes, footer and valid checksum included.
+    pub fn bytes(&self) -> Vec<u8> {
+        seal(self.body(), self.rdb_version)
+    }
+}
+
+/// Appends the RDB version and the CRC-64 of everything before it.
+pub fn seal(mut body: Vec<u8>, rdb_version: u16) -> Vec<u8> {
+    body.extend_from_slice(&rdb_version.to_le_bytes());
+    let crc = crc64(&body);
+    body.extend_from_slice(&crc.to_le_bytes());
+    body
+}
+
+/// One layer of a RedisBloom value.
+#[derive(Debug, Clone)]
+pub struct RbLayer {
+    pub entries: u64,
+    pub error: f64,
+    pub hashes: u64,
+    pub bpe: f64,
+    pub bits: u64,
+    pub n2: u64,
+    pub bytes: Vec<u8>,
+    pub size: u64,
+}
+
+/// RedisBloom's layer sizing (REDISBLOOM_COMPAT.md), NOROUND: an empty layer.
+// RedisBloom's own rounded ln(2) and ln(2)^2 decide its sizes, not the exact constants.
+#[allow(clippy::approx_constant)]
+pub fn rb_layer(entries: u64, error: f64) -> RbLayer {
+    let bpe = -error.ln() / 0.480453013918201;
+    let hashes = (0.693147180559945 * bpe).ceil() as u64;
+    let bits = ((entries as f64 * bpe) as u64).max(1);
+    let bytes = bits.div_ceil(64) * 8;
+    RbLayer {
+        entries,
+        error,
+        hashes,
+        bpe,
+        bits: bytes * 8,
+        n2: 0,
+        bytes: vec![0; bytes as usize],
+        size: 0,
+    }
+}
+
+/// A RedisBloom chain.
+#[derive(Debug, Clone)]
+pub struct RbChain {
+    pub items: u64,
+    pub options: u64,
+    pub growth: u64,
+    pub layers: Vec<RbLayer>,
+}
+
+impl RbChain {
+    /// A scaling 64-bit-hash chain of two empty layers (options NOROUND | FORCE64).
+    pub fn sample() -> Self {
+        RbChain {
+            items: 0,
+            options: 5,
+            growth: 2,
+            layers: vec![rb_layer(100, 0.005), rb_layer(200, 0.0025)],
+        }
+    }
+
+    /// The value's fields at an encoding version, as RedisBloom's field order has it.
+    pub fn fields(&self, encver: u64) -> Vec<Field> {
+        let mut f = vec![
+            Field::Uint(self.items),
+            Field::Uint(self.layers.len() as u64),
+        ];
+        if encver >= 2 {
+            f.push(Field::Uint(self.options));
+        }
+        if encver >= 4 {
+            f.push(Field::Uint(self.growth));
+        }
+        for l in &self.layers {
+            f.push(Field::Uint(l.entries));
+            f.push(Field::Double(l.error));
+            f.push(Field::Uint(l.hashes));
+            f.push(Field::Double(l.bpe));
+            if encver >= 1 {
+                f.push(Field::Uint(l.bits));
+                f.push(Field::Uint(l.n2));
+            }
+            f.push(Field::Str(l.bytes.clone()));
+            f.push(Field::Uint(l.size));
+        }
+        f
+    }
+
+    pub fn payload(&self, encver: u64) -> Vec<u8> {
+        Payload::new(encver, self.fields(encver)).bytes()
+    }
+
+    /// RedisBloom's SCANDUMP header.
+    pub fn scandump_header(&self) -> Vec<u8> {
+        let mut h = Vec::new();
+        h.extend_from_slice(&self.items.to_le_bytes());
+        h.extend_from_slice(&(self.layers.len() as u32).to_le_bytes());
+        h.extend_from_slice(&(self.options as u32).to_le_bytes());
+        h.extend_from_slice(&(self.growth as u32).to_le_bytes());
+        for l in &self.layers {
+            h.extend_from_slice(&(l.bytes.len() as u64).to_le_bytes());
+            h.extend_from_slice(&l.bits.to_le_bytes());
+            h.extend_from_slice(&l.size.to_le_bytes());
+            h.extend_from_slice(&l.error.to_le_bytes());
+            h.extend_from_slice(&l.bpe.to_le_bytes());
+            h.extend_from_slice(&(l.hashes as u32).to_le_bytes());
+            h.extend_from_slice(&l.entries.to_le_bytes());
+            h.push(l.n2 as u8);
+        }
+        h
+    }
 }

@@ -1,0 +1,38 @@
+//! Writing to the server log safely. `RedisModule_Log` takes a printf format, and the
+//! `redis-module` crate's helpers (`Context::log_warning`, `logging::log_warning`) pass the
+//! message itself as that format: a `%` in it, from a key name a client chose, would be read
+//! as a conversion and crash the server (or worse, `%n` writes memory). Here the format is
+//! always `"%s"` and the message its argument; NUL bytes, which would cut it short, are shown
+//! as `\0`.
+
+use std::ffi::{c_char, CString};
+
+use redis_module::{raw, Context};
+
+fn write(ctx: Option<&Context>, level: &std::ffi::CStr, message: &str) {
+    let text = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
+    let ctx = ctx.map_or(std::ptr::null_mut(), Context::get_raw);
+    // SAFETY: the API table is filled before OnLoad and never written again; the format is a
+    // constant "%s" consuming exactly one NUL-terminated string argument, which outlives the
+    // call; a null context is allowed (the line then lacks the module's name).
+    unsafe {
+        if let Some(log) = raw::RedisModule_Log {
+            log(
+                ctx,
+                level.as_ptr(),
+                c"%s".as_ptr(),
+                text.as_ptr().cast::<c_char>(),
+            );
+        }
+    }
+}
+
+/// A warning (`#` in the log), with the module's name when a context is given.
+pub fn warning(ctx: Option<&Context>, message: &str) {
+    write(ctx, c"warning", message);
+}
+
+/// A notice (`*` in the log).
+pub fn notice(ctx: Option<&Context>, message: &str) {
+    write(ctx, c"notice", message);
+}

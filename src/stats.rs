@@ -1,0 +1,287 @@
+//! Module-wide figures for `INFO bf`: how many filters, layers, items and bytes the server
+//! holds, how many filters are past the capacity-warning threshold, what was refused; and the
+//! INFO section that reports them with the settings in force.
+//!
+//! The totals are kept as running sums, never by walking the keyspace: every filter that
+//! enters the keyspace is added (`entered`: created by a command, loaded from an RDB file or a
+//! DUMP payload, copied), every change a write makes is added (`changed`), every filter freed
+//! is subtracted (`freed`, also from Redis's lazy-free thread, hence atomics). Bytes are the
+//! core's `memory_usage`, the figure the memory limit is checked against.
+//!
+//! "Over the warning threshold" is a set of filters (by address: a value keeps its address for
+//! its life, Redis moves the key, not the value, and the type has no defrag callback that could
+//! move it), re-evaluated with the threshold in force whenever a filter is written, loaded or
+//! copied. After `CONFIG SET bf-capacity-warning` a filter is counted under the new threshold
+//! from its next write.
+
+use std::collections::HashSet;
+use std::ffi::{c_int, CString};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use layerbloom_filter::{health, ScalableFilter};
+use redis_module::raw;
+
+use crate::config;
+use crate::error::BfError;
+
+static FILTERS: AtomicI64 = AtomicI64::new(0);
+static LAYERS: AtomicI64 = AtomicI64::new(0);
+static ITEMS: AtomicI64 = AtomicI64::new(0);
+static BYTES: AtomicI64 = AtomicI64::new(0);
+static OVER_WARNING: AtomicI64 = AtomicI64::new(0);
+static CAPACITY_WARNINGS: AtomicI64 = AtomicI64::new(0);
+static REFUSED_FULL: AtomicI64 = AtomicI64::new(0);
+static REFUSED_GROW: AtomicI64 = AtomicI64::new(0);
+static REFUSED_CREATE: AtomicI64 = AtomicI64::new(0);
+
+/// The filters over the warning threshold, by address.
+static OVER: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+
+fn over_set() -> MutexGuard<'static, Option<HashSet<usize>>> {
+    // The set stays consistent even if a holder panicked: every update is one insert/remove.
+    OVER.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn address(filter: &ScalableFilter) -> usize {
+    std::ptr::from_ref(filter) as usize
+}
+
+/// The figures of one filter that the totals sum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Figures {
+    layers: i64,
+    items: i64,
+    bytes: i64,
+}
+
+impl Figures {
+    pub fn of(filter: &ScalableFilter) -> Self {
+        Figures {
+            layers: filter.layer_count() as i64,
+            items: filter.items() as i64,
+            bytes: filter.memory_usage() as i64,
+        }
+    }
+
+    fn add_to_totals(self, sign: i64) {
+        LAYERS.fetch_add(sign * self.layers, Ordering::Relaxed);
+        ITEMS.fetch_add(sign * self.items, Ordering::Relaxed);
+        BYTES.fetch_add(sign * self.bytes, Ordering::Relaxed);
+    }
+}
+
+/// Records whether a filter is over the warning threshold now.
+fn set_over(filter: &ScalableFilter, over: bool) {
+    if !over && OVER_WARNING.load(Ordering::Relaxed) == 0 {
+        // Nothing to remove (the common case): no lock taken.
+        return;
+    }
+    let mut guard = over_set();
+    let set = guard.get_or_insert_with(HashSet::new);
+    let changed = if over {
+        set.insert(address(filter))
+    } else {
+        set.remove(&address(filter))
+    };
+    if changed {
+        OVER_WARNING.store(set.len() as i64, Ordering::Relaxed);
+    }
+}
+
+/// A filter entered the keyspace (created, loaded, copied). `filter` must be the value as
+/// stored (its address identifies it until it is freed).
+pub fn entered(filter: &ScalableFilter) {
+    FILTERS.fetch_add(1, Ordering::Relaxed);
+    Figures::of(filter).add_to_totals(1);
+    set_over(
+        filter,
+        health::over_warning(filter, config::capacity_warning()),
+    );
+}
+
+/// A write changed a filter whose figures were `before`.
+pub fn changed(before: Figures, filter: &ScalableFilter) {
+    let after = Figures::of(filter);
+    if after != before {
+        after.add_to_totals(1);
+        before.add_to_totals(-1);
+    }
+    set_over(
+        filter,
+        health::over_warning(filter, config::capacity_warning()),
+    );
+}
+
+/// A filter is being freed (on the main thread or Redis's lazy-free thread).
+pub fn freed(filter: &ScalableFilter) {
+    FILTERS.fetch_sub(1, Ordering::Relaxed);
+    Figures::of(filter).add_to_totals(-1);
+    set_over(filter, false);
+}
+
+/// A capacity warning was issued.
+pub fn warned() {
+    CAPACITY_WARNINGS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Counts a refusal that a client is answered with.
+pub fn refused(error: &BfError) {
+    let counter = match error {
+        BfError::Full => &REFUSED_FULL,
+        BfError::GrowOverLimit { .. } => &REFUSED_GROW,
+        BfError::CreateOverLimit { .. } => &REFUSED_CREATE,
+        _ => return,
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The `INFO bf` fields: `(section, [(field, value)])`. Field names get the module's `bf_`
+/// prefix from Redis.
+pub fn info_fields() -> [(&'static str, Vec<(&'static str, String)>); 2] {
+    let n = |counter: &AtomicI64| counter.load(Ordering::Relaxed).to_string();
+    let full = REFUSED_FULL.load(Ordering::Relaxed);
+    let grow = REFUSED_GROW.load(Ordering::Relaxed);
+    let layout = if config::classic_mode() {
+        "classic"
+    } else {
+        "blocked"
+    };
+    [
+        (
+            "stats",
+            vec![
+                ("filters", n(&FILTERS)),
+                ("layers", n(&LAYERS)),
+                ("items", n(&ITEMS)),
+                ("bytes", n(&BYTES)),
+                ("filters_over_warning", n(&OVER_WARNING)),
+                ("capacity_warnings", n(&CAPACITY_WARNINGS)),
+                ("refused_adds", (full + grow).to_string()),
+                ("refused_full", full.to_string()),
+                ("refused_grow_over_limit", grow.to_string()),
+                ("refused_create_over_limit", n(&REFUSED_CREATE)),
+            ],
+        ),
+        (
+            "settings",
+            vec![
+                ("error_rate", config::error_rate_text()),
+                ("initial_size", config::initial_size().to_string()),
+                ("expansion_factor", config::default_expansion().to_string()),
+                ("max_filter_memory", config::max_filter_memory().to_string()),
+                ("layout", layout.to_string()),
+                ("capacity_warning", config::capacity_warning().to_string()),
+            ],
+        ),
+    ]
+}
+
+/// The module's INFO callback: sections `bf_stats` and `bf_settings` (`INFO bf` shows both).
+pub extern "C" fn info_callback(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
+    let _ = for_crash_report;
+    let result = std::panic::catch_unwind(|| {
+        // SAFETY: the API table is filled before OnLoad and never written again.
+        let api = unsafe {
+            (
+                raw::RedisModule_InfoAddSection,
+                raw::RedisModule_InfoAddFieldCString,
+            )
+        };
+        let (Some(add_section), Some(add_field)) = api else {
+            return;
+        };
+        for (section, fields) in info_fields() {
+            let section = CString::new(section).expect("no NUL in section names");
+            // SAFETY: `ctx` is the INFO context Redis passed; Redis copies the strings.
+            if unsafe { add_section(ctx, section.as_ptr()) } != raw::REDISMODULE_OK as c_int {
+                // Not requested: Redis skips the section's fields.
+                continue;
+            }
+            for (field, value) in fields {
+                let field = CString::new(field).expect("no NUL in field names");
+                let value = CString::new(value).unwrap_or_default();
+                // SAFETY: as above.
+                unsafe { add_field(ctx, field.as_ptr(), value.as_ptr()) };
+            }
+        }
+    });
+    if result.is_err() {
+        crate::log::warning(None, "layerbloom: internal error in the INFO callback");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use layerbloom_filter::FilterSpec;
+
+    fn total(name: &str) -> String {
+        info_fields()[0]
+            .1
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.clone())
+            .unwrap()
+    }
+
+    /// The only test touching the module-wide totals (they are process-wide).
+    #[test]
+    fn totals_follow_filters_in_and_out_and_their_writes() {
+        let mut a = Box::new(ScalableFilter::new(FilterSpec::new(100, 0.01, 2), u64::MAX).unwrap());
+        let b = Box::new(ScalableFilter::new(FilterSpec::new(10, 0.01, 0), u64::MAX).unwrap());
+        entered(&a);
+        entered(&b);
+        assert_eq!(total("filters"), "2");
+        assert_eq!(total("layers"), "2");
+        assert_eq!(total("items"), "0");
+        let empty_bytes = a.memory_usage() + b.memory_usage();
+        assert_eq!(total("bytes"), empty_bytes.to_string());
+        // A write that grows `a` past its 70% mark and into a second layer.
+        let before = Figures::of(&a);
+        for i in 0..150 {
+            a.add(format!("i{i}").as_bytes(), u64::MAX).unwrap();
+        }
+        changed(before, &a);
+        assert_eq!(total("layers"), "3");
+        assert_eq!(total("items"), a.items().to_string());
+        assert_eq!(
+            total("bytes"),
+            (a.memory_usage() + b.memory_usage()).to_string()
+        );
+        // 150 items: the second layer (200) holds about 50, under its mark.
+        assert_eq!(total("filters_over_warning"), "0");
+        let before = Figures::of(&a);
+        for i in 150..300 {
+            a.add(format!("i{i}").as_bytes(), u64::MAX).unwrap();
+        }
+        changed(before, &a);
+        assert_eq!(total("items"), a.items().to_string());
+        assert_eq!(total("filters_over_warning"), "1");
+        freed(&a);
+        freed(&b);
+        for name in [
+            "filters",
+            "layers",
+            "items",
+            "bytes",
+            "filters_over_warning",
+        ] {
+            assert_eq!(total(name), "0", "{name}");
+        }
+        refused(&BfError::Full);
+        refused(&BfError::GrowOverLimit {
+            needed: 2,
+            limit: 1,
+        });
+        refused(&BfError::CreateOverLimit {
+            needed: 2,
+            limit: 1,
+        });
+        refused(&BfError::NotFound);
+        assert_eq!(total("refused_adds"), "2");
+        assert_eq!(total("refused_full"), "1");
+        assert_eq!(total("refused_grow_over_limit"), "1");
+        assert_eq!(total("refused_create_over_limit"), "1");
+    }
+}

@@ -1,0 +1,499 @@
+//! Redis Cluster: a local cluster of three primaries on loopback ports, started by each test.
+//! Every BF command works through a cluster-aware client, keys route by their hash slot (a
+//! node that does not own the slot answers MOVED), and moving a filter key to another node,
+//! by hand (`CLUSTER SETSLOT` + `MIGRATE`) or with `redis-cli --cluster reshard`, keeps it
+//! intact: the same digest, every item still present.
+
+mod common;
+
+use std::net::TcpListener;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{error_of, items, Exec, Server};
+use redis::cluster::{ClusterClient, ClusterConnection};
+use redis::{Cmd, ConnectionLike, FromRedisValue, Value};
+
+/// Three primaries owning all 16384 slots.
+struct Cluster {
+    nodes: Vec<Server>,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("no free port")
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let nodes: Vec<Server> = (0..3)
+            .map(|_| {
+                Server::builder()
+                    .config("cluster-enabled", "yes")
+                    .config("cluster-config-file", "nodes.conf")
+                    .config("cluster-node-timeout", "5000")
+                    // The bus port would be port + 10000, which may not exist: choose it.
+                    .config("cluster-port", &free_port().to_string())
+                    .start()
+            })
+            .collect();
+        let addrs: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port()))
+            .collect();
+        let out = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addrs)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .expect("cannot run redis-cli");
+        assert!(
+            out.status.success(),
+            "redis-cli --cluster create failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let cluster = Cluster { nodes };
+        cluster.wait_ok();
+        cluster
+    }
+
+    /// Waits until every node reports `cluster_state:ok` and agrees on all slots.
+    fn wait_ok(&self) {
+        for n in &self.nodes {
+            let mut con = n.conn();
+            common::wait_until(Duration::from_secs(60), "cluster_state:ok", || {
+                let v = con.raw(&cmd!("CLUSTER", "INFO"));
+                let text = common::text_of(&v).unwrap_or_default();
+                text.contains("cluster_state:ok") && text.contains("cluster_slots_ok:16384")
+            });
+        }
+    }
+
+    fn client(&self) -> ClusterConnection {
+        let urls: Vec<String> = self.nodes.iter().map(|n| n.url().to_string()).collect();
+        ClusterClient::new(urls)
+            .expect("cluster client")
+            .get_connection()
+            .expect("cluster connection")
+    }
+
+    fn node_id(&self, i: usize) -> String {
+        self.nodes[i].conn().q(&cmd!("CLUSTER", "MYID"))
+    }
+
+    /// The index of the node that owns `slot`, as that node itself says.
+    fn owner(&self, slot: i64) -> usize {
+        (0..3)
+            .find(|&i| {
+                let v: Value = self.nodes[i].conn().raw(&cmd!("CLUSTER", "SLOTS"));
+                owns(&v, slot, self.nodes[i].port())
+            })
+            .unwrap_or_else(|| panic!("no node owns slot {slot}"))
+    }
+
+    fn slot(&self, key: &str) -> i64 {
+        self.nodes[0].conn().q(&cmd!("CLUSTER", "KEYSLOT", key))
+    }
+}
+
+/// Whether a `CLUSTER SLOTS` reply gives `slot` to the node on `port`.
+fn owns(slots: &Value, slot: i64, port: u16) -> bool {
+    let Value::Array(ranges) = slots else {
+        return false;
+    };
+    ranges.iter().any(|r| match r {
+        Value::Array(f) if f.len() >= 3 => {
+            let (Value::Int(a), Value::Int(b)) = (&f[0], &f[1]) else {
+                return false;
+            };
+            let Value::Array(master) = &f[2] else {
+                return false;
+            };
+            (*a..=*b).contains(&slot) && master.get(1) == Some(&Value::Int(i64::from(port)))
+        }
+        _ => false,
+    })
+}
+
+/// A command through the cluster client that must fail: the server's error text.
+fn cerr(cc: &mut ClusterConnection, c: &Cmd) -> String {
+    match cc.req_command(c) {
+        Ok(Value::ServerError(e)) => common::server_error_text(&e),
+        Ok(v) => panic!("{} should fail, got {v:?}", common::show(c)),
+        Err(e) => match (e.code(), e.detail()) {
+            (Some(code), Some(detail)) => format!("{code} {detail}"),
+            (Some(code), None) => code.to_string(),
+            _ => panic!("{} through the cluster client: {e}", common::show(c)),
+        },
+    }
+}
+
+/// A command through the cluster client, converted; panics on an error reply.
+fn cq<T: FromRedisValue>(cc: &mut ClusterConnection, c: &Cmd) -> T {
+    c.query(cc)
+        .unwrap_or_else(|e| panic!("{} through the cluster client: {e}", common::show(c)))
+}
+
+/// A key's digest, asked of the node that holds it.
+fn digest_on(node: &Server, key: &str) -> String {
+    common::digest(&mut node.conn(), key)
+}
+
+/// Copies a filter through the cluster client with SCANDUMP / LOADCHUNK.
+fn copy_by_chunks(cc: &mut ClusterConnection, from: &str, to: &str) {
+    let mut it = 0i64;
+    for _ in 0..100_000 {
+        let (next, data): (i64, Vec<u8>) = cq(cc, &cmd!("BF.SCANDUMP", from, it));
+        if next == 0 {
+            return;
+        }
+        let ok: String = cq(cc, &cmd!("BF.LOADCHUNK", to, next, data.as_slice()));
+        assert_eq!(ok, "OK");
+        it = next;
+    }
+    panic!("SCANDUMP of {from} never ended");
+}
+
+#[test]
+fn every_bf_command_works_through_a_cluster_client_and_keys_route_by_slot() {
+    require_own_server!();
+    let cluster = Cluster::start();
+    let mut cc = cluster.client();
+    let keys: Vec<String> = (0..30).map(|i| format!("filter:{i}")).collect();
+    for (n, k) in keys.iter().enumerate() {
+        let list = items(k, 50 + n * 10);
+        match n % 3 {
+            0 => {
+                let ok: String = cq(&mut cc, &cmd!("BF.RESERVE", k, "0.01", 20, "EXPANSION", 2));
+                assert_eq!(ok, "OK");
+                let mut c = cmd!("BF.MADD", k);
+                for i in &list {
+                    c.arg(i.as_slice());
+                }
+                let r: Vec<i64> = cq(&mut cc, &c);
+                assert_eq!(r.len(), list.len());
+            }
+            1 => {
+                let mut c = cmd!("BF.INSERT", k, "CAPACITY", 1000, "ERROR", "0.001", "ITEMS");
+                for i in &list {
+                    c.arg(i.as_slice());
+                }
+                let r: Vec<i64> = cq(&mut cc, &c);
+                assert_eq!(r.len(), list.len());
+            }
+            _ => {
+                for i in &list {
+                    let _: i64 = cq(&mut cc, &cmd!("BF.ADD", k, i.as_slice()));
+                }
+            }
+        }
+        for i in &list {
+            let one: i64 = cq(&mut cc, &cmd!("BF.EXISTS", k, i.as_slice()));
+            assert_eq!(one, 1, "{k}: an added item is missing");
+        }
+        let mut c = cmd!("BF.MEXISTS", k);
+        for i in &list {
+            c.arg(i.as_slice());
+        }
+        let all: Vec<i64> = cq(&mut cc, &c);
+        assert!(all.iter().all(|&x| x == 1));
+        let card: i64 = cq(&mut cc, &cmd!("BF.CARD", k));
+        assert!(card >= 1 && card <= list.len() as i64);
+        let info: Vec<Value> = cq(&mut cc, &cmd!("BF.INFO", k));
+        let names: Vec<String> = info
+            .iter()
+            .step_by(2)
+            .take(5)
+            .filter_map(common::text_of)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "Capacity",
+                "Size",
+                "Number of filters",
+                "Number of items inserted",
+                "Expansion rate"
+            ],
+            "{k}: BF.INFO {info:?}"
+        );
+        let items_field: Vec<i64> = cq(&mut cc, &cmd!("BF.INFO", k, "ITEMS"));
+        assert_eq!(items_field, vec![card]);
+    }
+
+    // Each key lives on the node owning its slot, and only there; the others answer MOVED.
+    let mut per_node = [0usize; 3];
+    for k in &keys {
+        let slot = cluster.slot(k);
+        let owner = cluster.owner(slot);
+        per_node[owner] += 1;
+        for (i, node) in cluster.nodes.iter().enumerate() {
+            let v = node.conn().raw(&cmd!("BF.EXISTS", k, "x"));
+            if i == owner {
+                assert!(error_of(&v).is_none(), "{k} on its owner: {v:?}");
+            } else {
+                let e = error_of(&v).unwrap_or_else(|| panic!("{k} served by node {i}: {v:?}"));
+                let moved = format!("MOVED {slot} 127.0.0.1:{}", cluster.nodes[owner].port());
+                assert_eq!(e, moved, "{k} asked of node {i}");
+            }
+        }
+        let getkeys: Vec<String> = cluster.nodes[0]
+            .conn()
+            .q(&cmd!("COMMAND", "GETKEYS", "BF.ADD", k, "x"));
+        assert_eq!(getkeys, vec![k.clone()]);
+    }
+    assert!(
+        per_node.iter().all(|&n| n > 0),
+        "30 keys should spread over the 3 nodes: {per_node:?}"
+    );
+    let total: i64 = cluster
+        .nodes
+        .iter()
+        .map(|n| n.conn().q::<i64>(&cmd!("DBSIZE")))
+        .sum();
+    assert_eq!(total, keys.len() as i64);
+
+    // SCANDUMP / LOADCHUNK through the client copy filters across slots and nodes.
+    for k in keys.iter().take(6) {
+        let to = format!("{k}:copy");
+        copy_by_chunks(&mut cc, k, &to);
+        let a = digest_on(&cluster.nodes[cluster.owner(cluster.slot(k))], k);
+        let b = digest_on(&cluster.nodes[cluster.owner(cluster.slot(&to))], &to);
+        assert_eq!(a, b, "{k} copied by chunks");
+    }
+    // Hash tags keep related filters on one node.
+    let _: i64 = cq(&mut cc, &cmd!("BF.ADD", "{user:7}:seen", "a"));
+    let _: i64 = cq(&mut cc, &cmd!("BF.ADD", "{user:7}:liked", "a"));
+    assert_eq!(
+        cluster.slot("{user:7}:seen"),
+        cluster.slot("{user:7}:liked")
+    );
+    // Errors come back through the client as they do directly.
+    assert_eq!(
+        cerr(&mut cc, &cmd!("BF.RESERVE", "filter:0", "0.01", 10)),
+        "ERR item exists"
+    );
+    assert_eq!(
+        cerr(&mut cc, &cmd!("BF.INFO", "missing-key")),
+        "ERR not found"
+    );
+}
+
+/// Builds filters of several kinds under one hash tag (one slot) through the client; returns
+/// the keys and the items each holds.
+fn tagged_filters(cc: &mut ClusterConnection, tag: &str) -> Vec<(String, Vec<Vec<u8>>)> {
+    let mut out = Vec::new();
+    let k = format!("{{{tag}}}:scaling");
+    let _: String = cq(cc, &cmd!("BF.RESERVE", &k, "0.01", 50, "EXPANSION", 2));
+    let list = items(&k, 600);
+    for batch in list.chunks(100) {
+        let mut c = cmd!("BF.MADD", &k);
+        for i in batch {
+            c.arg(i.as_slice());
+        }
+        let _: Vec<i64> = cq(cc, &c);
+    }
+    out.push((k, list));
+
+    let k = format!("{{{tag}}}:nonscaling");
+    let _: String = cq(cc, &cmd!("BF.RESERVE", &k, "0.001", 100, "NONSCALING"));
+    let list = items(&k, 100);
+    for i in &list {
+        let _: i64 = cq(cc, &cmd!("BF.ADD", &k, i.as_slice()));
+    }
+    out.push((k, list));
+
+    let k = format!("{{{tag}}}:big");
+    let _: String = cq(cc, &cmd!("BF.RESERVE", &k, "0.0001", 2_000_000));
+    let list = items(&k, 2000);
+    let mut c = cmd!("BF.MADD", &k);
+    for i in &list {
+        c.arg(i.as_slice());
+    }
+    let _: Vec<i64> = cq(cc, &c);
+    out.push((k, list));
+    out
+}
+
+/// Every filter answers 1 for each of its items through the client.
+fn assert_items_present(cc: &mut ClusterConnection, filters: &[(String, Vec<Vec<u8>>)]) {
+    for (k, list) in filters {
+        for batch in list.chunks(500) {
+            let mut c = cmd!("BF.MEXISTS", k);
+            for i in batch {
+                c.arg(i.as_slice());
+            }
+            let r: Vec<i64> = cq(cc, &c);
+            assert!(r.iter().all(|&x| x == 1), "{k}: an item is missing");
+        }
+    }
+}
+
+#[test]
+fn migrate_moves_filter_keys_between_nodes_intact() {
+    require_own_server!();
+    let cluster = Cluster::start();
+    let mut cc = cluster.client();
+    let mut filters = tagged_filters(&mut cc, "mig");
+    let slot = cluster.slot(&filters[0].0);
+    let src = cluster.owner(slot);
+    let dst = (src + 1) % 3;
+    // A filter in RedisBloom's classic layout too.
+    cluster.nodes[src]
+        .conn()
+        .ok(&cmd!("CONFIG", "SET", "bf.bf-layout", "classic"));
+    let classic = "{mig}:classic".to_string();
+    let list = items(&classic, 300);
+    let mut c = cmd!("BF.MADD", &classic);
+    for i in &list {
+        c.arg(i.as_slice());
+    }
+    let _: Vec<i64> = cq(&mut cc, &c);
+    filters.push((classic, list));
+    let digests: Vec<String> = filters
+        .iter()
+        .map(|(k, _)| digest_on(&cluster.nodes[src], k))
+        .collect();
+    let (src_id, dst_id) = (cluster.node_id(src), cluster.node_id(dst));
+    let mut s = cluster.nodes[src].conn();
+    let mut d = cluster.nodes[dst].conn();
+    d.ok(&cmd!("CLUSTER", "SETSLOT", slot, "IMPORTING", &src_id));
+    s.ok(&cmd!("CLUSTER", "SETSLOT", slot, "MIGRATING", &dst_id));
+
+    // Mid-migration the source still serves the keys it holds; a new key of the slot is
+    // created on the target (the client follows the ASK redirect).
+    let _: i64 = cq(&mut cc, &cmd!("BF.ADD", &filters[0].0, "during-migration"));
+    let late = "{mig}:created-during-migration";
+    let _: i64 = cq(&mut cc, &cmd!("BF.ADD", late, "x"));
+    // It is on the target, visible there only to a client that says ASKING.
+    let e = d.err_text(&cmd!("EXISTS", late));
+    assert!(e.starts_with("MOVED"), "{e:?}");
+    d.ok(&cmd!("ASKING"));
+    assert_eq!(
+        d.q::<i64>(&cmd!("EXISTS", late)),
+        1,
+        "created on the target"
+    );
+    // The source, which does not hold it, sends clients there.
+    let e = s.err_text(&cmd!("EXISTS", late));
+    assert!(e.starts_with(&format!("ASK {slot} ")), "{e:?}");
+    let digest_before_move = digest_on(&cluster.nodes[src], &filters[0].0);
+
+    let keys: Vec<String> = s.q(&cmd!("CLUSTER", "GETKEYSINSLOT", slot, 100));
+    assert_eq!(keys.len(), filters.len(), "{keys:?}");
+    let late_digest = {
+        d.ok(&cmd!("ASKING"));
+        common::digest(&mut d, late)
+    };
+    let mut m = cmd!(
+        "MIGRATE",
+        "127.0.0.1",
+        cluster.nodes[dst].port(),
+        "",
+        0,
+        10_000,
+        "KEYS"
+    );
+    for k in &keys {
+        m.arg(k);
+    }
+    s.ok(&m);
+    for n in &cluster.nodes {
+        n.conn()
+            .ok(&cmd!("CLUSTER", "SETSLOT", slot, "NODE", &dst_id));
+    }
+    cluster.wait_ok();
+
+    // Identical on the target, gone from the source, and every item found through the client.
+    assert_eq!(s.q::<i64>(&cmd!("CLUSTER", "COUNTKEYSINSLOT", slot)), 0);
+    for (n, (k, _)) in filters.iter().enumerate() {
+        let moved = digest_on(&cluster.nodes[dst], k);
+        if n == 0 {
+            assert_eq!(moved, digest_before_move, "{k} after MIGRATE");
+            assert_ne!(moved, digests[0], "the mid-migration add is in it");
+        } else {
+            assert_eq!(moved, digests[n], "{k} after MIGRATE");
+        }
+    }
+    assert_items_present(&mut cc, &filters);
+    let one: i64 = cq(
+        &mut cc,
+        &cmd!("BF.EXISTS", &filters[0].0, "during-migration"),
+    );
+    assert_eq!(one, 1);
+    let one: i64 = cq(&mut cc, &cmd!("BF.EXISTS", late, "x"));
+    assert_eq!(one, 1);
+    assert_eq!(digest_on(&cluster.nodes[dst], late), late_digest);
+    // And they keep working where they are now.
+    let added: i64 = cq(&mut cc, &cmd!("BF.ADD", &filters[0].0, "after-migration"));
+    assert_eq!(added, 1);
+}
+
+#[test]
+fn resharding_with_redis_cli_keeps_filters_intact() {
+    require_own_server!();
+    let cluster = Cluster::start();
+    let mut cc = cluster.client();
+    // redis-cli moves a source's lowest slots first: tag filters into slots 0..200 of the
+    // node that owns slot 0.
+    let src = cluster.owner(0);
+    let dst = (src + 1) % 3;
+    let mut tags = Vec::new();
+    for n in 0..100_000 {
+        let tag = format!("t{n}");
+        if cluster.slot(&format!("{{{tag}}}")) < 200 {
+            tags.push(tag);
+            if tags.len() == 3 {
+                break;
+            }
+        }
+    }
+    assert_eq!(tags.len(), 3, "no tags found in the lowest slots");
+    let mut filters = Vec::new();
+    for tag in &tags {
+        filters.extend(tagged_filters(&mut cc, tag));
+    }
+    let digests: Vec<String> = filters
+        .iter()
+        .map(|(k, _)| digest_on(&cluster.nodes[src], k))
+        .collect();
+    let out = Command::new("redis-cli")
+        .args([
+            "--cluster",
+            "reshard",
+            &format!("127.0.0.1:{}", cluster.nodes[src].port()),
+            "--cluster-from",
+            &cluster.node_id(src),
+            "--cluster-to",
+            &cluster.node_id(dst),
+            "--cluster-slots",
+            "200",
+            "--cluster-yes",
+        ])
+        .output()
+        .expect("cannot run redis-cli");
+    assert!(
+        out.status.success(),
+        "redis-cli --cluster reshard failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    cluster.wait_ok();
+    for (n, (k, _)) in filters.iter().enumerate() {
+        let slot = cluster.slot(k);
+        assert_eq!(cluster.owner(slot), dst, "{k} (slot {slot}) was not moved");
+        let v = cluster.nodes[src].conn().raw(&cmd!("EXISTS", k));
+        let e = error_of(&v).unwrap_or_else(|| panic!("{k} still served by the source: {v:?}"));
+        assert!(e.starts_with("MOVED"), "{k} on the source: {e:?}");
+        assert_eq!(
+            digest_on(&cluster.nodes[dst], k),
+            digests[n],
+            "{k} after resharding"
+        );
+    }
+    assert_items_present(&mut cc, &filters);
+}
