@@ -92,6 +92,9 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         log::warning(Some(ctx), &format!("layerbloom: {why}"));
         return Status::Err;
     }
+    // The sizing model's tables are built on first use (tens of milliseconds): build them now,
+    // while the server loads, rather than inside the first command that creates a filter.
+    let _ = layerbloom_filter::sizing::shape_for(config::default_spec().first_layer_error());
     log::notice(
         Some(ctx),
         &format!(

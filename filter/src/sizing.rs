@@ -179,8 +179,8 @@ fn compute_shape(error: f64) -> Shape {
     let mut best_per_b: Vec<Shape> = Vec::new();
     for b in 1..=MAX_BLOCKS_PER_ITEM {
         let k_center = classic_k / f64::from(b);
-        let k_hi = ((k_center.ceil() as i64 + 3) as u32).min(MAX_HASHES_PER_BLOCK);
-        let k_lo = ((k_center.floor() as i64 - 3).max(1) as u32).min(k_hi);
+        let k_hi = ((k_center.ceil() as i64 + 2) as u32).min(MAX_HASHES_PER_BLOCK);
+        let k_lo = ((k_center.floor() as i64 - 2).max(1) as u32).min(k_hi);
         let best = (k_lo..=k_hi)
             .map(|k| Shape {
                 blocks_per_item: b,
@@ -210,8 +210,9 @@ fn max_load(target: f64, b: u32, k: u32) -> f64 {
     let attempts = if expected_fpr_at_load(table, hi_limit, b, k) <= target {
         hi_limit
     } else {
+        // 40 halvings: the load is known to 1e-12 of its range, far below a block's worth.
         let (mut lo, mut hi) = (0.0_f64, hi_limit);
-        for _ in 0..64 {
+        for _ in 0..40 {
             let mid = 0.5 * (lo + hi);
             if expected_fpr_at_load(table, mid, b, k) <= target {
                 lo = mid;
@@ -249,7 +250,7 @@ fn attempt_load(moments: &[f64], counted: f64, b: u32, k: u32) -> f64 {
         return f64::INFINITY;
     }
     let (mut lo, mut hi) = (counted, hi_limit);
-    for _ in 0..64 {
+    for _ in 0..40 {
         let mid = 0.5 * (lo + hi);
         if accepted_load(moments, mid, b, k) <= counted {
             lo = mid;
@@ -358,11 +359,14 @@ fn occupancy_moments(k: u32) -> &'static [f64] {
         dist[0] = 1.0;
         let mut moments = Vec::with_capacity(MAX_THROWS + 1);
         let mut max_s = 0usize;
+        // Below `min_s` the mass has underflowed to nothing; skipping it keeps the work to the
+        // distribution's narrow support.
+        let mut min_s = 0usize;
         for _t in 0..=MAX_THROWS {
-            moments.push((0..=max_s).map(|s| dist[s] * powers[s]).sum());
+            moments.push((min_s..=max_s).map(|s| dist[s] * powers[s]).sum());
             // One more throw: it lands on a set bit with probability s/B.
             let top = (max_s + 1).min(bits);
-            for s in (0..=top).rev() {
+            for s in (min_s..=top).rev() {
                 let stay = dist[s] * (s as f64 / bits as f64);
                 let grow = if s > 0 {
                     dist[s - 1] * ((bits - (s - 1)) as f64 / bits as f64)
@@ -372,6 +376,10 @@ fn occupancy_moments(k: u32) -> &'static [f64] {
                 dist[s] = stay + grow;
             }
             max_s = top;
+            while min_s < max_s && dist[min_s] < 1e-300 {
+                dist[min_s] = 0.0;
+                min_s += 1;
+            }
         }
         moments
     })
