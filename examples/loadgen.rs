@@ -307,6 +307,24 @@ fn main() {
         "| BF.EXISTS, present item | {exists:.0} | {ping:.0} | {:.2} |",
         exists / ping
     );
+    let (builtin, exists) = ab_cmds(
+        &mut con,
+        &o,
+        |_| {
+            let mut c = redis::cmd("EXISTS");
+            c.arg("lb:blocked");
+            c
+        },
+        |n| {
+            let mut c = redis::cmd("BF.EXISTS");
+            c.arg("lb:blocked").arg(&singles[n]);
+            c
+        },
+    );
+    println!(
+        "| BF.EXISTS, present item; reference: the built-in EXISTS of the same key, {builtin:.0}/s | {exists:.0} | | {:.2} of EXISTS |",
+        exists / builtin
+    );
     let mut counter = 1u64 << 40;
     let (ping, add) = ab_cmds(
         &mut con,
@@ -323,7 +341,57 @@ fn main() {
         "| BF.ADD, new item | {add:.0} | {ping:.0} | {:.2} |",
         add / ping
     );
+    if server.is_some() {
+        rdb_speed(&mut con);
+    }
     drop(server);
+}
+
+/// Times SAVE and a reload (DEBUG RELOAD NOSAVE) of the dataset, with and without RDB
+/// compression, in seconds per GiB of filters, beside an in-process memory copy of 1 GiB.
+fn rdb_speed(con: &mut redis::Connection) {
+    let bytes: i64 = ["lb:blocked", "lb:classic"]
+        .iter()
+        .map(|k| {
+            redis::cmd("BF.INFO")
+                .arg(*k)
+                .arg("SIZE")
+                .query::<Vec<i64>>(con)
+                .unwrap()[0]
+        })
+        .sum();
+    let gib = bytes as f64 / (1u64 << 30) as f64;
+    let copy = {
+        let src = vec![1u8; 1 << 30];
+        let mut dst = vec![0u8; 1 << 30];
+        let t = Instant::now();
+        dst.copy_from_slice(&src);
+        std::hint::black_box(&dst);
+        t.elapsed().as_secs_f64()
+    };
+    println!("\n| RDB, {gib:.2} GiB of filters | s/GiB |");
+    println!("|---|---|");
+    println!("| memory copy of 1 GiB in process (reference) | {copy:.3} |");
+    for compression in ["no", "yes"] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("rdbcompression")
+            .arg(compression)
+            .query(con)
+            .unwrap();
+        let t = Instant::now();
+        let _: () = redis::cmd("SAVE").query(con).unwrap();
+        let save = t.elapsed().as_secs_f64() / gib;
+        let t = Instant::now();
+        let _: () = redis::cmd("DEBUG")
+            .arg("RELOAD")
+            .arg("NOSAVE")
+            .query(con)
+            .unwrap();
+        let load = t.elapsed().as_secs_f64() / gib;
+        println!("| SAVE, rdbcompression {compression} | {save:.3} |");
+        println!("| load (DEBUG RELOAD NOSAVE), rdbcompression {compression} | {load:.3} |");
+    }
 }
 
 /// Interleaved A/B of two command streams on one connection; median commands/s of each.
