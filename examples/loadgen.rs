@@ -78,6 +78,8 @@ impl Server {
                 "",
                 "--appendonly",
                 "no",
+                "--enable-debug-command",
+                "yes",
             ])
             .arg("--dir")
             .arg(&dir)
