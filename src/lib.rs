@@ -92,9 +92,14 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         log::warning(Some(ctx), &format!("layerbloom: {why}"));
         return Status::Err;
     }
-    // The sizing model's tables are built on first use (tens of milliseconds): build them now,
-    // while the server loads, rather than inside the first command that creates a filter.
-    let _ = layerbloom_filter::sizing::shape_for(config::default_spec().first_layer_error());
+    // The sizing model's tables and shapes are built on first use (milliseconds each): build
+    // the default filter's whole ladder of layer rates now, while the server loads, rather
+    // than inside the first command that creates, grows or reports on such a filter.
+    let mut rate = config::default_spec().first_layer_error();
+    while rate >= layerbloom_filter::sizing::MIN_SIZING_ERROR / 2.0 {
+        let _ = layerbloom_filter::sizing::shape_for(rate);
+        rate *= layerbloom_filter::chain::TIGHTENING;
+    }
     log::notice(
         Some(ctx),
         &format!(

@@ -1053,6 +1053,10 @@ fn restore_refuses_wrong_opcodes_lengths_and_encoding_versions() {
         "float opcode".into(),
         with_fields(&|f| f.insert(0, Field::Raw(vec![OP_FLOAT, 0, 0, 0x80, 0x3f]))),
     ));
+    // Redis itself allocates a string's claimed length before reading it (a try-allocation:
+    // refused past the machine's memory, untouched pages otherwise). Under valgrind, whose
+    // shadow memory makes a multi-GiB allocation real, those claims are left out.
+    let affordable = |claimed: u64| !common::under_valgrind() || claimed < 1 << 30;
     for claimed in [
         parts.header.len() as u64 + 1,
         1 << 20,
@@ -1060,6 +1064,9 @@ fn restore_refuses_wrong_opcodes_lengths_and_encoding_versions() {
         1 << 40,
         u64::MAX,
     ] {
+        if !affordable(claimed) {
+            continue;
+        }
         let mut raw = vec![OP_STRING];
         raw.extend(rdb_len(claimed));
         raw.extend_from_slice(&parts.header);
@@ -1069,6 +1076,9 @@ fn restore_refuses_wrong_opcodes_lengths_and_encoding_versions() {
         ));
     }
     for claimed in [1u64 << 20, 1 << 33] {
+        if !affordable(claimed) {
+            continue;
+        }
         // An LZF string whose claimed plain length is far over what it holds.
         let mut raw = vec![OP_STRING, 0xc3];
         raw.extend(rdb_len(2));

@@ -223,10 +223,17 @@ impl ScalableFilter {
                 }
             }
         };
+        // A classic filter's chain rate is not persisted (RedisBloom's formats have none): it
+        // is derived from the first layer when loaded, so derive it the same way here, or a
+        // rate whose half is inexact (below 2^-1021) would change on reload.
+        let error = match (spec.layout, spec.nonscaling) {
+            (Layout::Classic, false) => error / TIGHTENING,
+            _ => spec.error,
+        };
         Ok(ScalableFilter {
             layers,
             items: 0,
-            error: spec.error,
+            error,
             expansion: if spec.nonscaling { 0 } else { spec.expansion },
         })
     }

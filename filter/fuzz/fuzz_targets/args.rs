@@ -1,0 +1,72 @@
+//! The command argument parser of the module crate (`src/args.rs`), compiled here on its own:
+//! `BF.RESERVE` and `BF.INSERT` options, Redis-style integers and doubles, `BF.INFO` fields.
+//!
+//! Input: the arguments, separated by spaces (so seeds read like commands); the first byte
+//! picks the module's default expansion.
+
+#![no_main]
+
+#[allow(dead_code)]
+#[path = "../../../src/error.rs"]
+mod error;
+
+#[allow(dead_code)]
+#[path = "../../../src/args.rs"]
+mod args;
+
+use layerbloom_filter::FilterSpec;
+use libfuzzer_sys::fuzz_target;
+
+fn check_spec(spec: &FilterSpec) {
+    assert!((1..=args::MAX_CAPACITY).contains(&spec.capacity));
+    assert!(spec.error > 0.0 && spec.error < 1.0, "error {}", spec.error);
+    assert!(spec.expansion <= args::MAX_EXPANSION);
+    assert!(
+        spec.nonscaling || spec.expansion > 0,
+        "a scaling filter that cannot grow"
+    );
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&first, rest)) = data.split_first() else {
+        return;
+    };
+    let default_expansion = u32::from(first) % 4;
+    let words: Vec<&[u8]> = rest.split(|&b| b == b' ').collect();
+
+    for &w in &words {
+        // Redis integers have one spelling: the canonical one.
+        if let Some(n) = args::parse_i64(w) {
+            assert_eq!(n.to_string().as_bytes(), w);
+        }
+        if let Some(x) = args::parse_f64(w) {
+            assert!(!x.is_nan());
+            let text = std::str::from_utf8(w).expect("a parsed double is text");
+            assert_eq!(text.trim(), text);
+        }
+        if let Ok(field) = args::InfoField::parse(w) {
+            assert!(args::InfoField::ALL.contains(&field));
+        }
+    }
+
+    if let Ok(spec) = args::parse_reserve(&words, default_expansion) {
+        check_spec(&spec);
+        assert!(words.len() >= 2);
+        assert_eq!(Some(spec.error), args::parse_f64(words[0]));
+        assert_eq!(Some(spec.capacity as i64), args::parse_i64(words[1]));
+    }
+
+    let defaults = FilterSpec::new(100, 0.01, 2);
+    if let Ok(parsed) = args::parse_insert(&words, defaults) {
+        check_spec(&parsed.spec);
+        assert!(!parsed.items.is_empty());
+        // The items are the words after the first ITEMS.
+        let at = words.len() - parsed.items.len();
+        assert!(args::is_word(words[at - 1], "ITEMS"));
+        assert_eq!(parsed.items, &words[at..]);
+        assert_eq!(
+            parsed.nocreate,
+            words[..at].iter().any(|w| args::is_word(w, "NOCREATE"))
+        );
+    }
+});
