@@ -172,7 +172,8 @@ fn blocked_contains(layers: &[BlockedLayer], hash: &ItemHash) -> bool {
     false
 }
 
-fn try_vec<T>(n: usize) -> Result<Vec<T>, FilterError> {
+/// An empty vector with room for exactly `n` elements, or the allocation failure as an error.
+pub(crate) fn try_vec<T>(n: usize) -> Result<Vec<T>, FilterError> {
     let mut v = Vec::new();
     v.try_reserve_exact(n)
         .map_err(|_| FilterError::OutOfMemory {

@@ -40,7 +40,7 @@
 //! the bytes actually present before anything is allocated or indexed.
 
 use crate::blocked::{zeroed_blocks, Block, BlockedLayer, LayerMeta};
-use crate::chain::{Layers, ScalableFilter};
+use crate::chain::{try_vec, Layers, ScalableFilter};
 use crate::classic::{zeroed_bytes, ClassicLayer, ClassicMeta, KNOWN_OPTIONS};
 use crate::error::FilterError;
 use crate::sizing::{Geometry, BLOCK_BYTES};
@@ -460,15 +460,6 @@ pub fn filter_from_header(header: &Header, max_bytes: u64) -> Result<ScalableFil
             ScalableFilter::from_classic(layers, h.items, h.options, h.growth)
         }
     })
-}
-
-fn try_vec<T>(n: usize) -> Result<Vec<T>, FilterError> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n)
-        .map_err(|_| FilterError::OutOfMemory {
-            bytes: (n * std::mem::size_of::<T>()) as u64,
-        })?;
-    Ok(v)
 }
 
 /// Where a byte offset into the concatenated bit arrays falls: `(layer, offset in layer)`.
