@@ -131,7 +131,7 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> CommandResult {
         &args[1],
         &slices(&args[2..]),
         Some(config::default_spec()),
-        false,
+        Shape::Single,
     )
 }
 
@@ -143,7 +143,7 @@ pub fn madd(ctx: &Context, args: &[RedisString]) -> CommandResult {
         &args[1],
         &slices(&args[2..]),
         Some(config::default_spec()),
-        true,
+        Shape::Multi,
     )
 }
 
@@ -153,7 +153,19 @@ pub fn insert(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let rest = slices(&args[2..]);
     let parsed = args::parse_insert(&rest, config::default_spec())?;
     let create = (!parsed.nocreate).then_some(parsed.spec);
-    add_items(ctx, &args[1], parsed.items, create, true)
+    add_items(ctx, &args[1], parsed.items, create, Shape::Insert)
+}
+
+/// Which add command runs: its reply shape, and whether its arguments are just the key and
+/// the items (then, when every item changed an existing filter, it replicates verbatim).
+#[derive(Clone, Copy, PartialEq)]
+enum Shape {
+    /// BF.ADD: one reply, `key item`.
+    Single,
+    /// BF.MADD: an array reply, `key item...`.
+    Multi,
+    /// BF.INSERT: an array reply; its arguments carry creation options.
+    Insert,
 }
 
 /// Adds items in order, creating the filter with `create` when the key is missing (`None`:
@@ -164,8 +176,9 @@ fn add_items(
     key_name: &RedisString,
     items: &[&[u8]],
     create: Option<FilterSpec>,
-    multi: bool,
+    shape: Shape,
 ) -> CommandResult {
+    let multi = shape != Shape::Single;
     let key = ctx.open_key_writable(key_name);
     let limit = config::max_filter_bytes(ctx);
     let (filter, created) = match write_filter(&key)? {
@@ -202,12 +215,14 @@ fn add_items(
     if multi {
         reply.set_array_len(results.len());
     }
+    let verbatim = created.is_none() && added.len() == items.len() && shape != Shape::Insert;
     propagate::after_write(
         ctx,
         key_name,
         Change::Added {
             created: created.as_deref(),
             items: &added,
+            verbatim,
             filter,
             before,
             refused: results.last().and_then(|r| r.as_ref().err()),

@@ -74,6 +74,9 @@ pub enum BfError {
     TooBig,
     #[error("ERR internal error in layerbloom, see the server log")]
     Internal,
+    /// The allocator refused the few bytes that view a long command's arguments.
+    #[error("OOM not enough memory to read the command's arguments")]
+    ArgumentsOutOfMemory,
 }
 
 impl BfError {
@@ -181,6 +184,10 @@ mod tests {
             (
                 BfError::TooBig,
                 "ERR invalid chunk - Too big for current filter",
+            ),
+            (
+                BfError::ArgumentsOutOfMemory,
+                "OOM not enough memory to read the command's arguments",
             ),
         ];
         for (error, text) in table {

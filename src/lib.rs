@@ -8,20 +8,16 @@ mod command_docs;
 mod commands;
 mod config;
 mod datatype;
+mod dispatch;
 mod error;
 mod log;
 mod propagate;
 mod reply;
 mod stats;
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use redis_module::{raw, redis_module, Context, RedisString, Status};
 
-use redis_module::{raw, redis_module, Context, RedisResult, RedisString, RedisValue, Status};
-
-use crate::commands::CommandResult;
 use crate::datatype::BLOOM_TYPE;
-use crate::error::BfError;
-use crate::reply::Reply;
 
 /// The version `MODULE LIST` reports: the RedisBloom API level implemented (2.8), so tools
 /// that gate features on RedisBloom's version see the BF commands they expect.
@@ -37,45 +33,6 @@ type Allocator = std::alloc::System;
 #[cfg(test)]
 const ALLOCATOR: Allocator = std::alloc::System;
 
-/// Runs a handler: replies its error, and turns a panic into an error reply and a log line
-/// instead of an abort of the server.
-fn run(
-    ctx: &Context,
-    args: &[RedisString],
-    handler: fn(&Context, &[RedisString]) -> CommandResult,
-) -> RedisResult {
-    match catch_unwind(AssertUnwindSafe(|| handler(ctx, args))) {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => Reply::new(ctx).error(&e),
-        Err(_) => Reply::new(ctx).error(&BfError::Internal),
-    }
-    Ok(RedisValue::NoReply)
-}
-
-macro_rules! handlers {
-    ($($name:ident => $handler:path),* $(,)?) => {
-        $(
-            fn $name(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-                run(ctx, &args, $handler)
-            }
-        )*
-    };
-}
-
-handlers! {
-    bf_reserve => commands::reserve,
-    bf_add => commands::add,
-    bf_madd => commands::madd,
-    bf_insert => commands::insert,
-    bf_exists => commands::exists,
-    bf_mexists => commands::mexists,
-    bf_info => commands::info,
-    bf_card => commands::card,
-    bf_scandump => commands::scandump,
-    bf_loadchunk => commands::loadchunk,
-    bf_debug => commands::debug,
-}
-
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     std::panic::set_hook(Box::new(|info| {
         log::warning(None, &format!("layerbloom: panic: {info}"));
@@ -87,7 +44,9 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
             raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as i32,
         )
     };
-    let setup = config::register(ctx).and_then(|()| config::apply_module_args(args));
+    let setup = dispatch::register(ctx)
+        .and_then(|()| config::register(ctx))
+        .and_then(|()| config::apply_module_args(args));
     if let Err(why) = setup {
         log::warning(Some(ctx), &format!("layerbloom: {why}"));
         return Status::Err;
@@ -150,17 +109,4 @@ redis_module! {
     allocator: (Allocator, ALLOCATOR),
     data_types: [BLOOM_TYPE],
     init: init,
-    commands: [
-        ["BF.RESERVE", bf_reserve, "write deny-oom", 1, 1, 1, ""],
-        ["BF.ADD", bf_add, "write deny-oom", 1, 1, 1, ""],
-        ["BF.MADD", bf_madd, "write deny-oom", 1, 1, 1, ""],
-        ["BF.INSERT", bf_insert, "write deny-oom", 1, 1, 1, ""],
-        ["BF.EXISTS", bf_exists, "readonly fast", 1, 1, 1, ""],
-        ["BF.MEXISTS", bf_mexists, "readonly fast", 1, 1, 1, ""],
-        ["BF.INFO", bf_info, "readonly fast", 1, 1, 1, ""],
-        ["BF.CARD", bf_card, "readonly fast", 1, 1, 1, ""],
-        ["BF.SCANDUMP", bf_scandump, "readonly", 1, 1, 1, ""],
-        ["BF.LOADCHUNK", bf_loadchunk, "write deny-oom", 1, 1, 1, ""],
-        ["BF.DEBUG", bf_debug, "readonly", 1, 1, 1, ""],
-    ],
 }

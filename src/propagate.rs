@@ -4,8 +4,9 @@
 //! settings and version, so a write is not replicated verbatim when its outcome depended on
 //! this server's state. A filter created by a command is replicated as `BF.LOADCHUNK key 1
 //! <header>`: the header of the new, empty filter pins every parameter, the layout and each
-//! layer's geometry. Only the items that changed the filter are replicated (`BF.MADD`); an add
-//! that changed nothing is not replicated at all. `BF.LOADCHUNK` is deterministic and goes
+//! layer's geometry. Only the items that changed the filter are replicated (`BF.MADD`, or the
+//! BF.ADD / BF.MADD itself when all its items changed an existing filter); an add that changed
+//! nothing is not replicated at all. `BF.LOADCHUNK` is deterministic and goes
 //! verbatim.
 //!
 //! Keyspace events (class `g`, generic: `notify-keyspace-events` must include `g` or `A`):
@@ -56,10 +57,13 @@ pub enum Change<'a> {
     /// A filter was created empty (BF.RESERVE); the header of the new filter.
     Reserved(&'a [u8]),
     /// Items were added; `created` holds the new filter's header if the command created it,
-    /// `refused` the error that ended the command, if one did.
+    /// `refused` the error that ended the command, if one did. `verbatim`: the command's
+    /// arguments are the key and exactly the items that changed the filter, so it can be
+    /// replicated as it came (cheaper than building a BF.MADD).
     Added {
         created: Option<&'a [u8]>,
         items: &'a [&'a [u8]],
+        verbatim: bool,
         filter: &'a ScalableFilter,
         before: Before,
         refused: Option<&'a FilterError>,
@@ -78,6 +82,7 @@ pub fn after_write(ctx: &Context, key: &RedisString, change: Change) {
         Change::Added {
             created,
             items,
+            verbatim,
             filter,
             before,
             refused,
@@ -86,7 +91,10 @@ pub fn after_write(ctx: &Context, key: &RedisString, change: Change) {
                 replicate_creation(ctx, key, header);
                 ctx.notify_keyspace_event(NotifyEvent::GENERIC, "bf.reserve", key);
             }
-            if !items.is_empty() {
+            if verbatim && !items.is_empty() {
+                ctx.replicate_verbatim();
+                ctx.notify_keyspace_event(NotifyEvent::GENERIC, "bf.add", key);
+            } else if !items.is_empty() {
                 let mut args: Vec<&[u8]> = Vec::with_capacity(items.len() + 1);
                 args.push(key.as_slice());
                 args.extend_from_slice(items);

@@ -146,17 +146,22 @@ fn wait_for_rewrite(con: &mut redis::Connection) {
 
 /// The AOF base file named by the manifest.
 fn aof_base(dir: &Path) -> PathBuf {
+    aof_file(dir, "b")
+}
+
+/// The newest AOF file of a type (`b` base, `i` incremental) named by the manifest.
+fn aof_file(dir: &Path, kind: &str) -> PathBuf {
     let aof_dir = dir.join("appendonlydir");
     let manifest = fs::read_to_string(aof_dir.join("appendonly.aof.manifest"))
         .expect("no AOF manifest in appendonlydir");
     let line = manifest
         .lines()
-        .find(|l| {
+        .rfind(|l| {
             l.split_whitespace()
                 .collect::<Vec<_>>()
-                .ends_with(&["type", "b"])
+                .ends_with(&["type", kind])
         })
-        .unwrap_or_else(|| panic!("no base file in the manifest:\n{manifest}"));
+        .unwrap_or_else(|| panic!("no file of type {kind} in the manifest:\n{manifest}"));
     let name = line.split_whitespace().nth(1).unwrap();
     aof_dir.join(name)
 }
@@ -287,6 +292,97 @@ fn filters_survive_a_restart_from_the_aof_command_log() {
     s.restart(Stop::NoSave);
     let mut con = s.conn();
     assert_unchanged(&mut con, &fixtures, &before, "replaying the AOF");
+}
+
+/// The commands of an AOF command log, each as its arguments.
+fn aof_commands(log: &[u8]) -> Vec<Vec<Vec<u8>>> {
+    let mut commands = Vec::new();
+    let mut rest = log;
+    let line = |rest: &mut &[u8]| -> Vec<u8> {
+        let end = rest
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .expect("a CRLF line");
+        let l = rest[..end].to_vec();
+        *rest = &rest[end + 2..];
+        l
+    };
+    let number = |l: &[u8]| -> usize { std::str::from_utf8(&l[1..]).unwrap().parse().unwrap() };
+    while !rest.is_empty() {
+        let header = line(&mut rest);
+        assert_eq!(
+            header[0], b'*',
+            "an AOF command starts with an array header"
+        );
+        let mut args = Vec::new();
+        for _ in 0..number(&header) {
+            let len = number(&line(&mut rest));
+            args.push(rest[..len].to_vec());
+            rest = &rest[len + 2..];
+        }
+        commands.push(args);
+    }
+    commands
+}
+
+#[test]
+fn adds_are_logged_as_sent_only_when_every_item_changed_an_existing_filter() {
+    require_own_server!();
+    let mut s = Server::builder().config("appendonly", "yes").start();
+    let mut con = s.conn();
+    wait_for_rewrite(&mut con);
+    con.ok(&cmd!("BF.RESERVE", "f", "0.01", 100));
+    assert_eq!(con.q::<i64>(&cmd!("BF.ADD", "f", "a")), 1);
+    assert_eq!(con.q::<i64>(&cmd!("BF.ADD", "f", "a")), 0);
+    assert_eq!(madd(&mut con, "f", &items("all-new", 2)), vec![1, 1]);
+    let partly: Vec<Vec<u8>> = vec![b"a".to_vec(), b"b".to_vec()];
+    assert_eq!(madd(&mut con, "f", &partly), vec![0, 1]);
+    assert_eq!(con.q::<i64>(&cmd!("BF.ADD", "created", "x")), 1);
+    let fixtures = [
+        Fixture {
+            key: "f".into(),
+            offered: [vec![b"a".to_vec()], items("all-new", 2), partly].concat(),
+        },
+        Fixture {
+            key: "created".into(),
+            offered: vec![b"x".to_vec()],
+        },
+    ];
+    let before = snapshots(&mut con, &fixtures);
+    assert!(before.iter().all(|b| b.offered.iter().all(|&found| found)));
+
+    let log = fs::read(aof_file(s.dir(), "i")).unwrap();
+    let bf: Vec<Vec<String>> = aof_commands(&log)
+        .into_iter()
+        .filter(|c| c[0].to_ascii_uppercase().starts_with(b"BF."))
+        .map(|c| {
+            c.iter()
+                .take(4)
+                .map(|a| String::from_utf8_lossy(a).to_uppercase())
+                .collect()
+        })
+        .collect();
+    let all_new = items("all-new", 2);
+    let as_text = |b: &[u8]| String::from_utf8_lossy(b).to_uppercase();
+    assert_eq!(bf[0][..2], ["BF.LOADCHUNK", "F"], "{bf:?}");
+    // A new item of an existing filter: the command as sent.
+    assert_eq!(bf[1], ["BF.ADD", "F", "A"], "{bf:?}");
+    // The repeated add changed nothing and is not logged; all-new items go as sent.
+    assert_eq!(
+        bf[2],
+        ["BF.MADD", "F", &as_text(&all_new[0]), &as_text(&all_new[1])],
+        "{bf:?}"
+    );
+    // Partly new: only the new item.
+    assert_eq!(bf[3], ["BF.MADD", "F", "B"], "{bf:?}");
+    // A creating add: the new filter's header, then its item.
+    assert_eq!(bf[4][..2], ["BF.LOADCHUNK", "CREATED"], "{bf:?}");
+    assert_eq!(bf[5], ["BF.MADD", "CREATED", "X"], "{bf:?}");
+    assert_eq!(bf.len(), 6, "{bf:?}");
+
+    s.restart(Stop::NoSave);
+    let mut con = s.conn();
+    assert_unchanged(&mut con, &fixtures, &before, "replaying the command log");
 }
 
 #[test]

@@ -262,8 +262,8 @@ fn chains(bits_log2: u32, rounds: u64, chunk: u64) {
     println!(
         "\n### chains at error {rate}, {total} items per chain (layerbloom's blocked layers)\n"
     );
-    println!("| layers | MiB | one layer of that size: present / absent ns | chain: present / absent ns | present vs 1 layer | absent vs 1 layer |");
-    println!("|---|---|---|---|---|---|");
+    println!("| layers | MiB | one layer of that size: present / absent ns | chain: present / absent ns | present vs 1 layer | absent vs 1 layer | memory floor, 1 layer / chain ns | floor: chain vs 1 layer |");
+    println!("|---|---|---|---|---|---|---|---|");
     for layers in [10u64, 100] {
         let mut many = chain(total, layers, rate);
         let bytes = many.memory_usage();
@@ -284,13 +284,43 @@ fn chains(bits_log2: u32, rounds: u64, chunk: u64) {
         };
         let (p1, pn) = compare(&mut one, &mut many, Box::new(present), rounds, chunk);
         let (a1, an) = compare(&mut one, &mut many, Box::new(absent), rounds, chunk);
+        let (f1, fnn) = compare(&mut one, &mut many, Box::new(line_floor), rounds, chunk);
         println!(
-            "| {layers} | {} | {p1:.1} / {a1:.1} | {pn:.1} / {an:.1} | {:.2}x | {:.2}x |",
+            "| {layers} | {} | {p1:.1} / {a1:.1} | {pn:.1} / {an:.1} | {:.2}x | {:.2}x | {f1:.1} / {fnn:.1} | {:.2}x |",
             bytes >> 20,
             pn / p1,
-            an / a1
+            an / a1,
+            fnn / f1
         );
     }
+}
+
+/// The memory floor of a lookup, without hashing or bit tests: one random cache line from
+/// every layer of the filter, all requested before any is read. No layout of separate layers
+/// can answer faster than this.
+fn line_floor(f: &mut ScalableFilter, start: u64, n: u64) {
+    let layers = f.layer_bytes();
+    let mut rng = Rng(7 ^ start.wrapping_add(3));
+    let mut offsets = vec![0usize; layers.len()];
+    let mut acc = 0u8;
+    for _ in 0..n {
+        for (o, layer) in offsets.iter_mut().zip(&layers) {
+            *o = rng.below((layer.len() / 64) as u64) as usize * 64;
+        }
+        #[cfg(target_arch = "x86_64")]
+        for (&o, layer) in offsets.iter().zip(&layers) {
+            // SAFETY: a prefetch is a hint; the address is inside the layer.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    layer.as_ptr().add(o).cast(),
+                )
+            };
+        }
+        for (&o, layer) in offsets.iter().zip(&layers) {
+            acc |= layer[o];
+        }
+    }
+    black_box(acc);
 }
 
 fn main() {
