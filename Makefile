@@ -2,7 +2,7 @@
 MODULE := target/release/liblayerbloom.so
 CARGO  ?= cargo
 
-.PHONY: all build run test unit-test integration-test lint fmt clean bench bench-core bench-criterion
+.PHONY: all build run test unit-test integration-test lint fmt clean bench bench-core bench-criterion bench-instructions
 
 all: build
 
@@ -31,6 +31,11 @@ bench: build bench-core
 
 bench-core:
 	$(CARGO) bench -p layerbloom-filter --bench ratios
+
+## bench-instructions: instructions per command in the server, counted by callgrind
+## (repeatable on a noisy machine; needs valgrind): BF commands beside PING, EXISTS, GETBIT
+bench-instructions: build
+	scripts/instructions.sh $(MODULE)
 
 ## bench-criterion: criterion statistics for the core (small, cache-sized, large; chains)
 bench-criterion:

@@ -289,64 +289,154 @@ fn main() {
         (median(ra), median(rb)),
     );
 
-    // Single items against Redis's own per-command cost: PING does nothing.
-    println!(
-        "\n| single-item workload (layerbloom) | commands/s | PING commands/s | ratio to PING |"
-    );
-    println!("|---|---|---|---|");
-    let singles: Vec<Vec<u8>> = present(o.commands);
-    let (ping, exists) = ab_cmds(
-        &mut con,
-        &o,
-        |_| redis::cmd("PING"),
-        |n| {
-            let mut c = redis::cmd("BF.EXISTS");
-            c.arg("lb:blocked").arg(&singles[n]);
-            c
-        },
-    );
-    println!(
-        "| BF.EXISTS, present item | {exists:.0} | {ping:.0} | {:.2} |",
-        exists / ping
-    );
-    let (builtin, exists) = ab_cmds(
-        &mut con,
-        &o,
-        |_| {
-            let mut c = redis::cmd("EXISTS");
-            c.arg("lb:blocked");
-            c
-        },
-        |n| {
-            let mut c = redis::cmd("BF.EXISTS");
-            c.arg("lb:blocked").arg(&singles[n]);
-            c
-        },
-    );
-    println!(
-        "| BF.EXISTS, present item; reference: the built-in EXISTS of the same key, {builtin:.0}/s | {exists:.0} | | {:.2} of EXISTS |",
-        exists / builtin
-    );
-    let mut counter = 1u64 << 40;
-    let (ping, add) = ab_cmds(
-        &mut con,
-        &o,
-        |_| redis::cmd("PING"),
-        |_| {
-            let mut c = redis::cmd("BF.ADD");
-            c.arg("lb:blocked").arg(item(3, counter));
-            counter += 1;
-            c
-        },
-    );
-    println!(
-        "| BF.ADD, new item | {add:.0} | {ping:.0} | {:.2} |",
-        add / ping
-    );
+    singles(&mut con, &o, &mut present);
     if server.is_some() {
         rdb_speed(&mut con);
     }
     drop(server);
+}
+
+/// Single-item commands beside built-in commands that cost Redis the same or less: PING does
+/// nothing; EXISTS looks the key up; GETBIT / SETBIT also touch one random cache line of a
+/// value as large as the filter, which is a one-line filter probe done by Redis itself.
+fn singles(
+    con: &mut redis::Connection,
+    o: &Options,
+    present: &mut impl FnMut(usize) -> Vec<Vec<u8>>,
+) {
+    let bytes: i64 = redis::cmd("BF.INFO")
+        .arg("lb:blocked")
+        .arg("SIZE")
+        .query::<Vec<i64>>(con)
+        .unwrap()[0];
+    let bits = bytes as u64 * 8;
+    let _: i64 = redis::cmd("SETBIT")
+        .arg("lb:bits")
+        .arg(bits - 1)
+        .arg(1)
+        .query(con)
+        .unwrap();
+    let small = 1000u64;
+    let _: () = redis::cmd("BF.RESERVE")
+        .arg("lb:small")
+        .arg(o.error)
+        .arg(small)
+        .query(con)
+        .unwrap();
+    let _: Vec<i64> = redis::cmd("BF.MADD")
+        .arg("lb:small")
+        .arg((0..small).map(|i| item(1, i)).collect::<Vec<_>>())
+        .query(con)
+        .unwrap();
+    println!(
+        "\n| single-item command (layerbloom) | commands/s | reference command | reference commands/s | ratio to the reference |"
+    );
+    println!("|---|---|---|---|---|");
+    let items = present(o.commands);
+    let mut rng = 0x9e37_79b9_u64;
+    let mut offsets: Vec<u64> = (0..o.commands)
+        .map(|_| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % bits
+        })
+        .collect();
+    let exists = |key: &'static str, items: &[Vec<u8>]| {
+        let items = items.to_vec();
+        move |n: usize| {
+            let mut c = redis::cmd("BF.EXISTS");
+            c.arg(key).arg(&items[n]);
+            c
+        }
+    };
+    let small_items: Vec<Vec<u8>> = (0..o.commands as u64).map(|i| item(1, i % small)).collect();
+    let show = |name: &str, reference: &str, (r, ours): (f64, f64)| {
+        println!(
+            "| {name} | {ours:.0} | {reference} | {r:.0} | {:.2} |",
+            ours / r
+        );
+    };
+    let ping = |_: usize| redis::cmd("PING");
+    let key_exists = |key: &'static str| {
+        move |_: usize| {
+            let mut c = redis::cmd("EXISTS");
+            c.arg(key);
+            c
+        }
+    };
+    show(
+        "BF.EXISTS, present item, 100M-item filter",
+        "PING",
+        ab_cmds(con, o, ping, exists("lb:blocked", &items)),
+    );
+    show(
+        "BF.EXISTS, present item, 100M-item filter",
+        "EXISTS of the same key",
+        ab_cmds(
+            con,
+            o,
+            key_exists("lb:blocked"),
+            exists("lb:blocked", &items),
+        ),
+    );
+    let offsets_read = offsets.clone();
+    show(
+        "BF.EXISTS, present item, 100M-item filter",
+        "GETBIT at a random offset of a string as large as the filter",
+        ab_cmds(
+            con,
+            o,
+            move |n| {
+                let mut c = redis::cmd("GETBIT");
+                c.arg("lb:bits").arg(offsets_read[n]);
+                c
+            },
+            exists("lb:blocked", &items),
+        ),
+    );
+    show(
+        "BF.EXISTS, present item, 1000-item filter (in cache)",
+        "EXISTS of the same key",
+        ab_cmds(
+            con,
+            o,
+            key_exists("lb:small"),
+            exists("lb:small", &small_items),
+        ),
+    );
+    let mut counter = 1u64 << 40;
+    let mut add = move |_: usize| {
+        let mut c = redis::cmd("BF.ADD");
+        c.arg("lb:blocked").arg(item(3, counter));
+        counter += 1;
+        c
+    };
+    show(
+        "BF.ADD, new item, 100M-item filter",
+        "PING",
+        ab_cmds(con, o, ping, &mut add),
+    );
+    show(
+        "BF.ADD, new item, 100M-item filter",
+        "SETBIT at a random offset of a string as large as the filter",
+        ab_cmds(
+            con,
+            o,
+            |n| {
+                let mut c = redis::cmd("SETBIT");
+                c.arg("lb:bits").arg(offsets[n]).arg(1);
+                offsets[n] = offsets[n].wrapping_mul(31) % bits;
+                c
+            },
+            &mut add,
+        ),
+    );
+    let _: () = redis::cmd("DEL")
+        .arg("lb:bits")
+        .arg("lb:small")
+        .query(con)
+        .unwrap();
 }
 
 /// Times SAVE and a reload (DEBUG RELOAD NOSAVE) of the dataset, with and without RDB
@@ -371,28 +461,56 @@ fn rdb_speed(con: &mut redis::Connection) {
         std::hint::black_box(&dst);
         t.elapsed().as_secs_f64()
     };
-    println!("\n| RDB, {gib:.2} GiB of filters | s/GiB |");
-    println!("|---|---|");
-    println!("| memory copy of 1 GiB in process (reference) | {copy:.3} |");
-    for compression in ["no", "yes"] {
+    println!("\n| RDB, {gib:.2} GiB of filters | SAVE s/GiB | load s/GiB |");
+    println!("|---|---|---|");
+    println!("| memory copy of 1 GiB in process (reference) | {copy:.3} | |");
+    let set = |con: &mut redis::Connection, name: &str, value: &str| {
         let _: () = redis::cmd("CONFIG")
             .arg("SET")
-            .arg("rdbcompression")
-            .arg(compression)
+            .arg(name)
+            .arg(value)
             .query(con)
             .unwrap();
-        let t = Instant::now();
-        let _: () = redis::cmd("SAVE").query(con).unwrap();
-        let save = t.elapsed().as_secs_f64() / gib;
-        let t = Instant::now();
-        let _: () = redis::cmd("DEBUG")
-            .arg("RELOAD")
-            .arg("NOSAVE")
-            .query(con)
-            .unwrap();
-        let load = t.elapsed().as_secs_f64() / gib;
-        println!("| SAVE, rdbcompression {compression} | {save:.3} |");
-        println!("| load (DEBUG RELOAD NOSAVE), rdbcompression {compression} | {load:.3} |");
+    };
+    let disk_dir: String = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("dir")
+        .query::<Vec<String>>(con)
+        .unwrap()[1]
+        .clone();
+    let shm = std::path::Path::new("/dev/shm");
+    let tmpfs_dir = shm
+        .is_dir()
+        .then(|| shm.join(format!("layerbloom-loadgen-{}", std::process::id())));
+    let mut places = vec![("the server's directory", disk_dir.clone())];
+    if let Some(d) = &tmpfs_dir {
+        std::fs::create_dir_all(d).unwrap();
+        places.push(("tmpfs (/dev/shm)", d.to_string_lossy().into_owned()));
+    }
+    for (place, dir) in &places {
+        set(con, "dir", dir);
+        for (compression, checksum) in [("no", "yes"), ("no", "no"), ("yes", "yes")] {
+            set(con, "rdbcompression", compression);
+            set(con, "rdbchecksum", checksum);
+            let t = Instant::now();
+            let _: () = redis::cmd("SAVE").query(con).unwrap();
+            let save = t.elapsed().as_secs_f64() / gib;
+            let t = Instant::now();
+            let _: () = redis::cmd("DEBUG")
+                .arg("RELOAD")
+                .arg("NOSAVE")
+                .query(con)
+                .unwrap();
+            let load = t.elapsed().as_secs_f64() / gib;
+            println!(
+                "| {place}, rdbcompression {compression}, rdbchecksum {checksum} | {save:.3} | {load:.3} |"
+            );
+        }
+    }
+    set(con, "dir", &disk_dir);
+    set(con, "rdbchecksum", "yes");
+    if let Some(d) = tmpfs_dir {
+        let _ = std::fs::remove_dir_all(d);
     }
 }
 

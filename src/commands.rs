@@ -4,7 +4,7 @@
 use layerbloom_filter::classic::format_g;
 use layerbloom_filter::codec;
 use layerbloom_filter::health;
-use layerbloom_filter::{FilterSpec, Layers, Layout, ScalableFilter};
+use layerbloom_filter::{FilterError, FilterSpec, Layers, Layout, ScalableFilter};
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{Context, ContextFlags, KeyType, RedisString};
 
@@ -129,7 +129,7 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> CommandResult {
     add_items(
         ctx,
         &args[1],
-        &slices(&args[2..]),
+        &[args[2].as_slice()],
         Some(config::default_spec()),
         Shape::Single,
     )
@@ -199,33 +199,36 @@ fn add_items(
         reply.postponed_array();
     }
     let before = Before::of(filter);
-    // The batch path has exactly the effect of adding the items one by one.
-    let results = filter.add_many(items, limit);
-    let mut added: Vec<&[u8]> = Vec::with_capacity(items.len());
-    for (&item, result) in items.iter().zip(&results) {
+    // The batch path has exactly the effect of adding the items one by one; a single item
+    // skips its vectors.
+    let one;
+    let many;
+    let results: &[Result<bool, FilterError>] = if let [item] = items {
+        one = [filter.add(item, limit)];
+        &one
+    } else {
+        many = filter.add_many(items, limit);
+        &many
+    };
+    for result in results {
         match result {
-            Ok(true) => {
-                added.push(item);
-                reply.boolean(true);
-            }
-            Ok(false) => reply.boolean(false),
+            Ok(found) => reply.boolean(*found),
             Err(e) => reply.error(&BfError::from_add(e.clone())),
         }
     }
     if multi {
         reply.set_array_len(results.len());
     }
-    let verbatim = created.is_none() && added.len() == items.len() && shape != Shape::Insert;
     propagate::after_write(
         ctx,
         key_name,
         Change::Added {
             created: created.as_deref(),
-            items: &added,
-            verbatim,
+            items,
+            results,
+            verbatim: shape != Shape::Insert,
             filter,
             before,
-            refused: results.last().and_then(|r| r.as_ref().err()),
         },
     );
     Ok(())

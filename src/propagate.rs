@@ -30,7 +30,9 @@
 
 use layerbloom_filter::health::{self, LoadMark};
 use layerbloom_filter::{FilterError, ScalableFilter};
-use redis_module::{Context, ContextFlags, NotifyEvent, RedisString};
+use std::ffi::{c_int, CStr};
+
+use redis_module::{raw, Context, ContextFlags, RedisString};
 
 use crate::config;
 use crate::log;
@@ -56,17 +58,18 @@ impl Before {
 pub enum Change<'a> {
     /// A filter was created empty (BF.RESERVE); the header of the new filter.
     Reserved(&'a [u8]),
-    /// Items were added; `created` holds the new filter's header if the command created it,
-    /// `refused` the error that ended the command, if one did. `verbatim`: the command's
-    /// arguments are the key and exactly the items that changed the filter, so it can be
-    /// replicated as it came (cheaper than building a BF.MADD).
+    /// Items were added: `results[i]` is the outcome of `items[i]` (`true`: it changed the
+    /// filter); items past the results were not processed. `created` holds the new filter's
+    /// header if the command created it. `verbatim`: the command's arguments are the key and
+    /// the items, so when every item changed an existing filter it replicates as it came
+    /// (cheaper than building a BF.MADD).
     Added {
         created: Option<&'a [u8]>,
         items: &'a [&'a [u8]],
+        results: &'a [Result<bool, FilterError>],
         verbatim: bool,
         filter: &'a ScalableFilter,
         before: Before,
-        refused: Option<&'a FilterError>,
     },
     /// A BF.LOADCHUNK was applied; `created` when it was the header.
     Loaded { created: bool },
@@ -77,42 +80,66 @@ pub fn after_write(ctx: &Context, key: &RedisString, change: Change) {
     match change {
         Change::Reserved(header) => {
             replicate_creation(ctx, key, header);
-            ctx.notify_keyspace_event(NotifyEvent::GENERIC, "bf.reserve", key);
+            notify(ctx, c"bf.reserve", key);
         }
         Change::Added {
             created,
             items,
+            results,
             verbatim,
             filter,
             before,
-            refused,
         } => {
             if let Some(header) = created {
                 replicate_creation(ctx, key, header);
-                ctx.notify_keyspace_event(NotifyEvent::GENERIC, "bf.reserve", key);
+                notify(ctx, c"bf.reserve", key);
             }
-            if verbatim && !items.is_empty() {
+            let changed = |r: &Result<bool, FilterError>| matches!(r, Ok(true));
+            let all_changed = results.len() == items.len() && results.iter().all(changed);
+            if verbatim && all_changed && created.is_none() {
                 ctx.replicate_verbatim();
-                ctx.notify_keyspace_event(NotifyEvent::GENERIC, "bf.add", key);
-            } else if !items.is_empty() {
+                notify(ctx, c"bf.add", key);
+            } else if results.iter().any(changed) {
                 let mut args: Vec<&[u8]> = Vec::with_capacity(items.len() + 1);
                 args.push(key.as_slice());
-                args.extend_from_slice(items);
+                args.extend(
+                    items
+                        .iter()
+                        .zip(results)
+                        .filter(|(_, r)| changed(r))
+                        .map(|(&item, _)| item),
+                );
                 ctx.replicate("BF.MADD", args.as_slice());
-                ctx.notify_keyspace_event(NotifyEvent::GENERIC, "bf.add", key);
+                notify(ctx, c"bf.add", key);
             }
             stats::changed(before.figures, filter);
             capacity_warnings(ctx, key, before.mark, filter);
-            if matches!(refused, Some(FilterError::Full)) {
-                ctx.notify_keyspace_event(NotifyEvent::GENERIC, "bf.full", key);
+            if matches!(results.last(), Some(Err(FilterError::Full))) {
+                notify(ctx, c"bf.full", key);
             }
         }
         Change::Loaded { created } => {
             ctx.replicate_verbatim();
             if created {
-                ctx.notify_keyspace_event(NotifyEvent::GENERIC, "bf.reserve", key);
+                notify(ctx, c"bf.reserve", key);
             }
-            ctx.notify_keyspace_event(NotifyEvent::GENERIC, "bf.loadchunk", key);
+            notify(ctx, c"bf.loadchunk", key);
+        }
+    }
+}
+
+/// Sends a keyspace event of class `g`. The crate's own call builds a C string for the
+/// event's name on every event; these names are static.
+fn notify(ctx: &Context, event: &CStr, key: &RedisString) {
+    // SAFETY: a valid context and key string of this call and a zero-terminated name.
+    unsafe {
+        if let Some(notify) = raw::RedisModule_NotifyKeyspaceEvent {
+            notify(
+                ctx.get_raw(),
+                raw::REDISMODULE_NOTIFY_GENERIC as c_int,
+                event.as_ptr(),
+                key.inner,
+            );
         }
     }
 }
@@ -155,7 +182,7 @@ fn capacity_warnings(ctx: &Context, key: &RedisString, before: LoadMark, filter:
                 c.capacity,
             ),
         );
-        ctx.notify_keyspace_event(NotifyEvent::GENERIC, "bf.capacity", key);
+        notify(ctx, c"bf.capacity", key);
         stats::warned();
     }
 }

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Instructions the server executes per command, counted by callgrind (valgrind): unlike times,
+# the counts repeat exactly on a busy, shared machine. A redis-server with the module runs
+# under callgrind on a free loopback port; redis-benchmark sends each command 20000 times
+# (pipelines of 64, one connection); the counters are zeroed before and dumped after each.
+# Small filter (in cache): this counts the work of the commands, not memory stalls.
+#
+#   scripts/instructions.sh [path/to/liblayerbloom.so]      (make bench-instructions)
+set -euo pipefail
+module=$(realpath "${1:-target/release/liblayerbloom.so}")
+for tool in valgrind callgrind_control redis-server redis-benchmark redis-cli; do
+  command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
+done
+work=$(mktemp -d)
+port=$((20000 + RANDOM % 20000))
+while redis-cli -p "$port" ping >/dev/null 2>&1; do port=$((port + 1)); done
+cleanup() { redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$work"; }
+trap cleanup EXIT
+(cd "$work" && valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" \
+  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+  --loadmodule "$module" >"$work/server.log" 2>&1 &)
+for _ in $(seq 120); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.5; done
+cli() { redis-cli -p "$port" "$@" >/dev/null; }
+pid=$(redis-cli -p "$port" info server | tr -d '\r' | sed -n 's/^process_id://p')
+cli BF.RESERVE f 0.001 10000
+cli BF.ADD f item
+cli SET k v
+cli SETBIT s 100000 1
+n=20000
+count() {
+  callgrind_control -z "$pid" >/dev/null 2>&1
+  redis-benchmark -p "$port" -n "$n" -P 64 -c 1 -r 100000 "$@" >/dev/null
+  callgrind_control -d "$pid" >/dev/null 2>&1
+  local dump
+  dump=$(ls -t "$work"/cg.out.* | head -1)
+  echo $(( $(grep -m1 '^summary:' "$dump" | cut -d' ' -f2) / n ))
+}
+ping=$(count PING)
+echo "| command | instructions per command | vs PING |"
+echo "|---|---|---|"
+row() { local c; c=$(count "$@"); echo "| $* | $c | $(awk -v a="$c" -v b="$ping" 'BEGIN{printf "%.2f", a/b}') |"; }
+echo "| PING | $ping | 1.00 |"
+row EXISTS k
+row GETBIT s 1000
+row SETBIT s 1000 1
+row BF.EXISTS f item
+row BF.EXISTS f absent
+row BF.ADD f __rand_int__
+row BF.MEXISTS f item item item item item item item item item item
