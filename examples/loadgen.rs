@@ -3,8 +3,10 @@
 //! (RedisBloom's layer, the baseline) in the same server, medians over rounds, ratios printed.
 //!
 //! `make bench` runs it against a server it starts itself. Directly:
-//! `cargo run --release --example loadgen -- [--items N] [--error P] [--rounds R] [--url URL]`
-//! (defaults: 100000000 items at 0.001, 7 rounds, a server it starts on a free port).
+//! `cargo run --release --example loadgen -- [--items N] [--error P] [--rounds R] [--url URL]
+//! [--pipeline N] [--commands N] [--rdb-only yes]` (defaults: 100000000 items at 0.001, 7
+//! rounds, pipelines of 64, 20000 commands per measurement, a server it starts on a free port;
+//! the RDB timing runs only on servers it starts).
 //! Filters are built in-process with the core crate and shipped with BF.LOADCHUNK, which is
 //! far faster than adding 100 million items through the network.
 
@@ -20,6 +22,8 @@ struct Options {
     url: Option<String>,
     pipeline: usize,
     commands: usize,
+    /// `--rdb-only yes`: only the RDB timing (after loading the filters).
+    rdb_only: bool,
 }
 
 fn options() -> Options {
@@ -30,6 +34,7 @@ fn options() -> Options {
         url: None,
         pipeline: 64,
         commands: 20_000,
+        rdb_only: false,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -42,6 +47,7 @@ fn options() -> Options {
             "--url" => o.url = Some(value),
             "--pipeline" => o.pipeline = value.parse().expect("--pipeline N"),
             "--commands" => o.commands = value.parse().expect("--commands N"),
+            "--rdb-only" => o.rdb_only = value == "yes",
             other => panic!("unknown argument {other}"),
         }
         i += 2;
@@ -57,13 +63,15 @@ struct Server {
 }
 
 impl Server {
-    fn start() -> Server {
+    /// A server with the module and `extra` arguments (`--name value` pairs).
+    fn start(extra: &[&str]) -> Server {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let dir = std::env::temp_dir().join(format!("layerbloom-loadgen-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("layerbloom-loadgen-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let module = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("target/release/liblayerbloom.so");
@@ -80,11 +88,15 @@ impl Server {
                 "no",
                 "--enable-debug-command",
                 "yes",
+                // The RDB timing moves `dir` to tmpfs and back.
+                "--enable-protected-configs",
+                "yes",
             ])
             .arg("--dir")
             .arg(&dir)
             .arg("--loadmodule")
             .arg(&module)
+            .args(extra)
             .stdout(Stdio::null())
             .spawn()
             .expect("redis-server on PATH");
@@ -118,15 +130,21 @@ fn item(tag: u64, i: u64) -> Vec<u8> {
     format!("{tag}:item:{i:012}").into_bytes()
 }
 
-/// Builds a filter in-process and ships it with BF.LOADCHUNK.
+/// Room for every item the run adds (BF.MADD and BF.ADD), so that no filter grows a second
+/// layer during the measurements.
+fn headroom(o: &Options) -> u64 {
+    (o.rounds * o.commands * 102) as u64
+}
+
+/// Builds a filter of `items + headroom` capacity in-process, fills it with `items` items and
+/// ships it with BF.LOADCHUNK.
 fn load(con: &mut redis::Connection, key: &str, layout: Layout, o: &Options) {
     let spec = FilterSpec {
         layout,
-        ..FilterSpec::new(o.items, o.error, 2)
+        ..FilterSpec::new(o.items + headroom(o), o.error, 2)
     };
     let mut f = ScalableFilter::new(spec, u64::MAX).unwrap();
     let mut i = 0;
-    // Exactly `items` counted: one more would grow a second layer.
     while f.items() < o.items {
         let take = (o.items - f.items()).min(1000);
         let batch: Vec<Vec<u8>> = (i..i + take).map(|j| item(1, j)).collect();
@@ -180,7 +198,7 @@ fn median(mut xs: Vec<f64>) -> f64 {
 fn main() {
     let o = options();
     let server = if o.url.is_none() {
-        Some(Server::start())
+        Some(Server::start(&[]))
     } else {
         None
     };
@@ -200,9 +218,10 @@ fn main() {
             .unwrap()[0]
     };
     println!(
-        "## Through Redis: {} items at {} per filter, built and loaded in {:.0} s",
+        "## Through Redis: {} items at {} per filter (capacity {}: room for the run's adds), built and loaded in {:.0} s",
         o.items,
         o.error,
+        o.items + headroom(&o),
         t.elapsed().as_secs_f64()
     );
     println!(
@@ -213,6 +232,10 @@ fn main() {
         o.commands,
         o.rounds
     );
+    if o.rdb_only {
+        rdb_speed(&mut con);
+        return;
+    }
     println!("| workload | baseline (classic) items/s | layerbloom items/s | ratio |");
     println!("|---|---|---|---|");
     let mut rng = 0x1234_5678_u64;
@@ -309,7 +332,8 @@ fn singles(
         .arg("SIZE")
         .query::<Vec<i64>>(con)
         .unwrap()[0];
-    let bits = bytes as u64 * 8;
+    // GETBIT/SETBIT offsets stop at 2^32 - 1.
+    let bits = (bytes as u64 * 8).min(u64::from(u32::MAX));
     let _: i64 = redis::cmd("SETBIT")
         .arg("lb:bits")
         .arg(bits - 1)
@@ -439,20 +463,38 @@ fn singles(
         .unwrap();
 }
 
-/// Times SAVE and a reload (DEBUG RELOAD NOSAVE) of the dataset, with and without RDB
-/// compression, in seconds per GiB of filters, beside an in-process memory copy of 1 GiB.
-fn rdb_speed(con: &mut redis::Connection) {
-    let bytes: i64 = ["lb:blocked", "lb:classic"]
+/// One BF.SCANDUMP chunk: the iterator to load it with, and its data.
+type Chunk = (i64, Vec<u8>);
+
+/// Copies of each loaded filter in the RDB timing: about 1.3 GiB of filters with the defaults.
+const RDB_COPIES: usize = 3;
+
+/// Times SAVE and a reload (DEBUG RELOAD NOSAVE) of about 1.3 GiB of filters (copies of the
+/// two loaded ones, moved with SCANDUMP / BF.LOADCHUNK into a fresh server per setting), on
+/// the server's directory and on tmpfs, with and without RDB compression and checksum (the
+/// checksum is fixed when a server starts), in seconds per GiB, beside an in-process memory
+/// copy of 1 GiB.
+fn rdb_speed(source: &mut redis::Connection) {
+    let chunks: Vec<(String, Vec<Chunk>)> = ["lb:blocked", "lb:classic"]
         .iter()
-        .map(|k| {
-            redis::cmd("BF.INFO")
-                .arg(*k)
-                .arg("SIZE")
-                .query::<Vec<i64>>(con)
-                .unwrap()[0]
+        .map(|key| {
+            let mut chunks = Vec::new();
+            let mut it = 0i64;
+            loop {
+                let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+                    .arg(*key)
+                    .arg(it)
+                    .query(source)
+                    .unwrap();
+                if next == 0 {
+                    break;
+                }
+                chunks.push((next, data));
+                it = next;
+            }
+            (key.to_string(), chunks)
         })
-        .sum();
-    let gib = bytes as f64 / (1u64 << 30) as f64;
+        .collect();
     let copy = {
         let src = vec![1u8; 1 << 30];
         let mut dst = vec![0u8; 1 << 30];
@@ -461,56 +503,82 @@ fn rdb_speed(con: &mut redis::Connection) {
         std::hint::black_box(&dst);
         t.elapsed().as_secs_f64()
     };
-    println!("\n| RDB, {gib:.2} GiB of filters | SAVE s/GiB | load s/GiB |");
-    println!("|---|---|---|");
-    println!("| memory copy of 1 GiB in process (reference) | {copy:.3} | |");
-    let set = |con: &mut redis::Connection, name: &str, value: &str| {
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg(name)
-            .arg(value)
-            .query(con)
+    let mut header_printed = false;
+    for checksum in ["yes", "no"] {
+        let server = Server::start(&["--rdbchecksum", checksum]);
+        let con = &mut redis::Client::open(server.url())
+            .unwrap()
+            .get_connection()
             .unwrap();
-    };
-    let disk_dir: String = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg("dir")
-        .query::<Vec<String>>(con)
-        .unwrap()[1]
-        .clone();
-    let shm = std::path::Path::new("/dev/shm");
-    let tmpfs_dir = shm
-        .is_dir()
-        .then(|| shm.join(format!("layerbloom-loadgen-{}", std::process::id())));
-    let mut places = vec![("the server's directory", disk_dir.clone())];
-    if let Some(d) = &tmpfs_dir {
-        std::fs::create_dir_all(d).unwrap();
-        places.push(("tmpfs (/dev/shm)", d.to_string_lossy().into_owned()));
-    }
-    for (place, dir) in &places {
-        set(con, "dir", dir);
-        for (compression, checksum) in [("no", "yes"), ("no", "no"), ("yes", "yes")] {
-            set(con, "rdbcompression", compression);
-            set(con, "rdbchecksum", checksum);
-            let t = Instant::now();
-            let _: () = redis::cmd("SAVE").query(con).unwrap();
-            let save = t.elapsed().as_secs_f64() / gib;
-            let t = Instant::now();
-            let _: () = redis::cmd("DEBUG")
-                .arg("RELOAD")
-                .arg("NOSAVE")
+        for n in 0..RDB_COPIES {
+            for (key, key_chunks) in &chunks {
+                for (it, data) in key_chunks {
+                    let _: () = redis::cmd("BF.LOADCHUNK")
+                        .arg(format!("{key}:{n}"))
+                        .arg(*it)
+                        .arg(data.as_slice())
+                        .query(con)
+                        .unwrap();
+                }
+            }
+        }
+        let mut bytes = 0i64;
+        for n in 0..RDB_COPIES {
+            for (key, _) in &chunks {
+                bytes += redis::cmd("BF.INFO")
+                    .arg(format!("{key}:{n}"))
+                    .arg("SIZE")
+                    .query::<Vec<i64>>(con)
+                    .unwrap()[0];
+            }
+        }
+        let gib = bytes as f64 / (1u64 << 30) as f64;
+        if !header_printed {
+            println!("\n| RDB, {gib:.2} GiB of filters | SAVE s/GiB | load s/GiB |");
+            println!("|---|---|---|");
+            println!("| memory copy of 1 GiB in process (reference) | {copy:.3} | |");
+            header_printed = true;
+        }
+        let set = |con: &mut redis::Connection, name: &str, value: &str| {
+            let _: () = redis::cmd("CONFIG")
+                .arg("SET")
+                .arg(name)
+                .arg(value)
                 .query(con)
                 .unwrap();
-            let load = t.elapsed().as_secs_f64() / gib;
-            println!(
-                "| {place}, rdbcompression {compression}, rdbchecksum {checksum} | {save:.3} | {load:.3} |"
-            );
+        };
+        let shm = std::path::Path::new("/dev/shm");
+        let tmpfs_dir = shm
+            .is_dir()
+            .then(|| shm.join(format!("layerbloom-loadgen-{}", server.port)));
+        let mut places = vec![("disk", server.dir.to_string_lossy().into_owned())];
+        if let Some(d) = &tmpfs_dir {
+            std::fs::create_dir_all(d).unwrap();
+            places.push(("tmpfs", d.to_string_lossy().into_owned()));
         }
-    }
-    set(con, "dir", &disk_dir);
-    set(con, "rdbchecksum", "yes");
-    if let Some(d) = tmpfs_dir {
-        let _ = std::fs::remove_dir_all(d);
+        for (place, dir) in &places {
+            set(con, "dir", dir);
+            for compression in ["no", "yes"] {
+                set(con, "rdbcompression", compression);
+                let t = Instant::now();
+                let _: () = redis::cmd("SAVE").query(con).unwrap();
+                let save = t.elapsed().as_secs_f64() / gib;
+                let t = Instant::now();
+                let _: () = redis::cmd("DEBUG")
+                    .arg("RELOAD")
+                    .arg("NOSAVE")
+                    .query(con)
+                    .unwrap();
+                let load = t.elapsed().as_secs_f64() / gib;
+                println!(
+                    "| {place}, rdbchecksum {checksum}, rdbcompression {compression} | {save:.3} | {load:.3} |"
+                );
+            }
+        }
+        set(con, "dir", &server.dir.to_string_lossy());
+        if let Some(d) = tmpfs_dir {
+            let _ = std::fs::remove_dir_all(d);
+        }
     }
 }
 

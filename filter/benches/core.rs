@@ -108,5 +108,28 @@ fn chains(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, sizes, chains);
+/// Counting the set bits of loaded data (every RDB load and BF.LOADCHUNK does it): the
+/// crate's count against a byte-at-a-time count, the way it was done before.
+fn bit_counts(c: &mut Criterion) {
+    let data: Vec<u8> = (0..64u64 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let mut group = c.benchmark_group("count_ones/64MiB");
+    group.throughput(Throughput::Bytes(data.len() as u64));
+    group.sample_size(10);
+    group.bench_function("layerbloom_filter::bits::count_ones", |b| {
+        b.iter(|| layerbloom_filter::bits::count_ones(std::hint::black_box(&data)))
+    });
+    group.bench_function("byte by byte", |b| {
+        b.iter(|| {
+            std::hint::black_box(&data)
+                .iter()
+                .map(|x| u64::from(x.count_ones()))
+                .sum::<u64>()
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, sizes, chains, bit_counts);
 criterion_main!(benches);

@@ -121,6 +121,29 @@ fn block_index(hash: &ItemHash, slot: u32, blocks: u64) -> usize {
     ((u128::from(word) * u128::from(blocks)) >> 64) as usize
 }
 
+/// Appends the blocks held in `bytes` (whole blocks, as persisted) to `blocks`, which has
+/// room for them: one bulk copy, as the persisted bytes are the blocks' memory on this
+/// little-endian target.
+pub(crate) fn extend_from_bytes(blocks: &mut Vec<Block>, bytes: &[u8]) {
+    let count = bytes.len() / BLOCK_BYTES as usize;
+    assert!(
+        bytes.len().is_multiple_of(BLOCK_BYTES as usize)
+            && blocks.capacity() - blocks.len() >= count,
+        "whole blocks, with room reserved"
+    );
+    // SAFETY: the destination is reserved and uninitialised room for `count` blocks; any
+    // byte pattern is a valid `Block` (eight u64 words), so after the copy the blocks are
+    // initialised; the source is a distinct slice of exactly `count` blocks' bytes.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            bytes.as_ptr(),
+            blocks.as_mut_ptr().add(blocks.len()).cast::<u8>(),
+            bytes.len(),
+        );
+        blocks.set_len(blocks.len() + count);
+    }
+}
+
 /// The metadata of a layer: everything but the bits.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LayerMeta {
@@ -217,16 +240,13 @@ impl BlockedLayer {
     /// geometry; the set-bit count is recomputed rather than trusted.
     pub(crate) fn from_parts(meta: LayerMeta, blocks: Vec<Block>) -> Self {
         debug_assert_eq!(blocks.len() as u64, meta.geometry.blocks);
-        let set_bits = blocks
-            .iter()
-            .flat_map(|b| b.0.iter())
-            .map(|w| u64::from(w.count_ones()))
-            .sum();
-        BlockedLayer {
+        let mut layer = BlockedLayer {
             meta,
             blocks,
-            set_bits,
-        }
+            set_bits: 0,
+        };
+        layer.set_bits = crate::bits::count_ones(layer.as_bytes());
+        layer
     }
 
     /// A deep copy, reporting allocation failure instead of aborting.
@@ -380,8 +400,8 @@ impl BlockedLayer {
     pub(crate) fn write_bytes(&mut self, offset: usize, data: &[u8]) {
         let bytes = self.as_bytes_mut();
         let target = &mut bytes[offset..offset + data.len()];
-        let before: u64 = target.iter().map(|b| u64::from(b.count_ones())).sum();
-        let after: u64 = data.iter().map(|b| u64::from(b.count_ones())).sum();
+        let before = crate::bits::count_ones(target);
+        let after = crate::bits::count_ones(data);
         target.copy_from_slice(data);
         self.set_bits = self.set_bits - before + after;
     }

@@ -191,7 +191,7 @@ impl ClassicLayer {
     /// A layer from persisted parts; `meta.check(bytes.len())` must have passed.
     pub fn from_parts(meta: ClassicMeta, bytes: Vec<u8>) -> Self {
         debug_assert!(meta.check(bytes.len() as u64).is_ok());
-        let set_bits = bytes.iter().map(|b| u64::from(b.count_ones())).sum();
+        let set_bits = crate::bits::count_ones(&bytes);
         ClassicLayer {
             meta,
             bytes,
@@ -248,8 +248,8 @@ impl ClassicLayer {
     /// Overwrites bytes at `offset` (range checked by the caller), keeping the bit count.
     pub(crate) fn write_bytes(&mut self, offset: usize, data: &[u8]) {
         let target = &mut self.bytes[offset..offset + data.len()];
-        let before: u64 = target.iter().map(|b| u64::from(b.count_ones())).sum();
-        let after: u64 = data.iter().map(|b| u64::from(b.count_ones())).sum();
+        let before = crate::bits::count_ones(target);
+        let after = crate::bits::count_ones(data);
         target.copy_from_slice(data);
         self.set_bits = self.set_bits - before + after;
     }

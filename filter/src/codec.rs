@@ -617,13 +617,7 @@ impl FilterLoader {
                 if blocks.capacity() != before {
                     crate::blocked::advise_huge_pages(blocks);
                 }
-                blocks.extend(piece.chunks_exact(block).map(|bytes| {
-                    let mut words = [0u64; 8];
-                    for (w, b) in words.iter_mut().zip(bytes.chunks_exact(8)) {
-                        *w = u64::from_le_bytes(b.try_into().expect("8-byte chunk"));
-                    }
-                    Block(words)
-                }));
+                crate::blocked::extend_from_bytes(blocks, piece);
             }
             Partial::Classic(bytes) => {
                 grow_toward(bytes, bytes.len() + piece.len(), total)?;
@@ -666,10 +660,23 @@ impl FilterLoader {
     }
 }
 
-/// Reserves room for `needed` elements, growing geometrically but never past `total`.
+/// The first room reserved for a layer being loaded (never past the layer's size): layers up
+/// to this size are read without a reallocation, larger ones then grow fourfold. Every
+/// reallocation copies what was read (measured: loading 0.95 GiB layers took 1.1-2.4 s/GiB
+/// growing twofold from 64 MiB, 0.43 s/GiB reserved whole), while room reserved and not yet
+/// written is address space that nothing touches: a header claiming more than its data gets at
+/// most this much, or four times the data read, and gives it back when the load fails.
+const FIRST_RESERVATION_BYTES: usize = 256 << 20;
+
+/// Reserves room for `needed` elements, growing as `FIRST_RESERVATION_BYTES` says but never
+/// past `total`.
 fn grow_toward<T>(v: &mut Vec<T>, needed: usize, total: usize) -> Result<(), FilterError> {
     if needed > v.capacity() {
-        let target = needed.max(v.capacity() * 2).min(total);
+        let first = FIRST_RESERVATION_BYTES / std::mem::size_of::<T>();
+        let target = needed
+            .max(v.capacity().saturating_mul(4))
+            .max(first)
+            .min(total);
         v.try_reserve_exact(target - v.len())
             .map_err(|_| FilterError::OutOfMemory {
                 bytes: (target * std::mem::size_of::<T>()) as u64,

@@ -3,6 +3,7 @@
 //! Nothing here knows about Redis, so all of it is unit tested, benchmarked and fuzzed
 //! directly.
 
+pub mod bits;
 pub mod blocked;
 pub mod chain;
 pub mod classic;

@@ -227,8 +227,6 @@ impl Server {
 
     /// Stops the server as asked and starts it again with the same options, dir and port.
     pub fn restart(&mut self, how: Stop) {
-        let port = self.port;
-        let dir = self.dir().to_path_buf();
         let mut child = self.child.take().expect("restart() of an external server");
         match how {
             Stop::Save | Stop::NoSave => {
@@ -245,19 +243,7 @@ impl Server {
                 let _ = child.wait();
             }
         }
-        let deadline = Instant::now() + start_timeout();
-        loop {
-            match spawn(&self.builder, &dir, port) {
-                Ok(child) => {
-                    self.child = Some(child);
-                    return;
-                }
-                Err(failure) if Instant::now() > deadline => {
-                    panic!("redis-server did not restart on port {port}:\n{failure}")
-                }
-                Err(_) => std::thread::sleep(Duration::from_millis(100)),
-            }
-        }
+        self.spawn_again("restart");
     }
 
     fn stop(&mut self) {
@@ -889,6 +875,12 @@ impl Server {
     /// Starts a server killed by [`Server::kill`] again, with the same options, dir and port.
     pub fn start_again(&mut self) {
         assert!(self.child.is_none(), "start_again() of a running server");
+        self.spawn_again("start again");
+    }
+
+    /// Spawns the server on its dir and port, retrying while the old process's port is
+    /// still being released.
+    fn spawn_again(&mut self, what: &str) {
         let port = self.port;
         let dir = self.dir().to_path_buf();
         let deadline = Instant::now() + start_timeout();
@@ -899,7 +891,7 @@ impl Server {
                     return;
                 }
                 Err(failure) if Instant::now() > deadline => {
-                    panic!("redis-server did not start again on port {port}:\n{failure}")
+                    panic!("redis-server did not {what} on port {port}:\n{failure}")
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(100)),
             }
