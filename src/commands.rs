@@ -212,7 +212,7 @@ fn add_items(
     };
     for result in results {
         match result {
-            Ok(found) => reply.boolean(*found),
+            Ok(added) => reply.boolean(*added),
             Err(e) => reply.error(&BfError::from_add(e.clone())),
         }
     }

@@ -28,10 +28,10 @@
 //! layer's fill makes that layer warn again when it reaches the new threshold; lowering it
 //! below a layer's fill warns only from the next layer.
 
-use layerbloom_filter::health::{self, LoadMark};
-use layerbloom_filter::{FilterError, ScalableFilter};
 use std::ffi::{c_int, CStr};
 
+use layerbloom_filter::health::{self, LoadMark};
+use layerbloom_filter::{FilterError, ScalableFilter};
 use redis_module::{raw, Context, ContextFlags, RedisString};
 
 use crate::config;
