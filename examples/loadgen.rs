@@ -1,12 +1,15 @@
-//! A load generator for layerbloom through Redis: pipelined commands over loopback, each
-//! measurement interleaved between a blocked filter (layerbloom's layout) and a classic one
-//! (RedisBloom's layer, the baseline) in the same server, medians over rounds, ratios printed.
+//! A load generator for layerbloom through Redis over loopback: each measurement interleaved
+//! between a blocked filter (layerbloom's layout) and a classic one (RedisBloom's layer, the
+//! baseline) in the same server, or between a BF command and a built-in reference command;
+//! medians over rounds, ratios printed. Commands go as streams encoded beforehand and written
+//! to a raw socket while a second thread reads the replies, so the server never waits for the
+//! client and the rates are the server's.
 //!
 //! `make bench` runs it against a server it starts itself. Directly:
 //! `cargo run --release --example loadgen -- [--items N] [--error P] [--rounds R] [--url URL]
-//! [--pipeline N] [--commands N] [--rdb-only yes]` (defaults: 100000000 items at 0.001, 7
-//! rounds, pipelines of 64, 20000 commands per measurement, a server it starts on a free port;
-//! the RDB timing runs only on servers it starts).
+//! [--commands N] [--rdb-only yes]` (defaults: 100000000 items at 0.001, 7 rounds, 20000
+//! commands of 100 items per batch measurement and 10 times as many single-item commands, a
+//! server it starts on a free port; the RDB timing starts servers of its own).
 //! Filters are built in-process with the core crate and shipped with BF.LOADCHUNK, which is
 //! far faster than adding 100 million items through the network.
 
@@ -20,7 +23,6 @@ struct Options {
     error: f64,
     rounds: usize,
     url: Option<String>,
-    pipeline: usize,
     commands: usize,
     /// `--rdb-only yes`: only the RDB timing (after loading the filters).
     rdb_only: bool,
@@ -32,7 +34,6 @@ fn options() -> Options {
         error: 0.001,
         rounds: 7,
         url: None,
-        pipeline: 64,
         commands: 20_000,
         rdb_only: false,
     };
@@ -45,7 +46,6 @@ fn options() -> Options {
             "--error" => o.error = value.parse().expect("--error P"),
             "--rounds" => o.rounds = value.parse().expect("--rounds R"),
             "--url" => o.url = Some(value),
-            "--pipeline" => o.pipeline = value.parse().expect("--pipeline N"),
             "--commands" => o.commands = value.parse().expect("--commands N"),
             "--rdb-only" => o.rdb_only = value == "yes",
             other => panic!("unknown argument {other}"),
@@ -179,21 +179,6 @@ fn load(con: &mut redis::Connection, key: &str, layout: Layout, o: &Options) {
     }
 }
 
-/// Sends `commands` commands built by `make` in pipelines; returns commands per second.
-fn run(con: &mut redis::Connection, o: &Options, mut make: impl FnMut(usize) -> redis::Cmd) -> f64 {
-    let start = Instant::now();
-    let mut sent = 0;
-    while sent < o.commands {
-        let mut pipe = redis::pipe();
-        for n in sent..(sent + o.pipeline).min(o.commands) {
-            pipe.add_command(make(n));
-        }
-        let _: Vec<redis::Value> = pipe.query(con).unwrap();
-        sent += o.pipeline;
-    }
-    o.commands as f64 / start.elapsed().as_secs_f64()
-}
-
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
     xs[xs.len() / 2]
@@ -232,19 +217,18 @@ fn main() {
         t.elapsed().as_secs_f64()
     );
     println!(
-        "\nblocked {} MiB, classic (baseline) {} MiB; pipelines of {}, {} commands per measurement, {} interleaved rounds, medians\n",
+        "\nblocked {} MiB, classic (baseline) {} MiB\n",
         size(&mut con, "lb:blocked") >> 20,
         size(&mut con, "lb:classic") >> 20,
-        o.pipeline,
-        o.commands,
-        o.rounds
     );
     if o.rdb_only {
         rdb_speed(&mut con);
         return;
     }
-    println!("| workload | baseline (classic) items/s | layerbloom items/s | ratio |");
-    println!("|---|---|---|---|");
+    let address = url
+        .trim_start_matches("redis://")
+        .trim_end_matches('/')
+        .to_string();
     let mut rng = 0x1234_5678_u64;
     let mut next = move || {
         rng ^= rng << 13;
@@ -255,79 +239,83 @@ fn main() {
     let items = o.items;
     let mut present =
         |n: usize| -> Vec<Vec<u8>> { (0..n).map(|_| item(1, next() % items)).collect() };
-    let mut fresh_counter = [0u64; 2];
-    let row = |name: &str, per_cmd: f64, (base, ours): (f64, f64)| {
-        println!(
-            "| {name} | {:.0} | {:.0} | {:.2}x |",
-            base * per_cmd,
-            ours * per_cmd,
-            ours / base
-        );
-    };
-    let mut mexists = |key: &'static str| {
-        let batches: Vec<Vec<Vec<u8>>> = (0..o.commands).map(|_| present(100)).collect();
-        move |con: &mut redis::Connection, o: &Options| {
-            run(con, o, |n| {
-                let mut c = redis::cmd("BF.MEXISTS");
-                c.arg(key).arg(&batches[n]);
-                c
-            })
-        }
-    };
-    let base_q = mexists("lb:classic");
-    let ours_q = mexists("lb:blocked");
-    let r = {
-        let con = &mut con;
-        let (mut ra, mut rb) = (Vec::new(), Vec::new());
-        for round in 0..o.rounds {
-            if round % 2 == 0 {
-                ra.push(base_q(con, &o));
-                rb.push(ours_q(con, &o));
-            } else {
-                rb.push(ours_q(con, &o));
-                ra.push(base_q(con, &o));
-            }
-        }
-        (median(ra), median(rb))
-    };
-    row("BF.MEXISTS, 100 present items per call", 100.0, r);
-    let madd = |con: &mut redis::Connection, o: &Options, key: &str, counter: &mut u64| {
-        run(con, o, |_| {
-            let mut c = redis::cmd("BF.MADD");
-            c.arg(key);
-            for _ in 0..100 {
-                c.arg(item(2, *counter));
-                *counter += 1;
-            }
-            c
-        })
-    };
-    let (mut ra, mut rb) = (Vec::new(), Vec::new());
-    for round in 0..o.rounds {
-        let [cb, co] = &mut fresh_counter;
-        if round % 2 == 0 {
-            ra.push(madd(&mut con, &o, "lb:classic", cb));
-            rb.push(madd(&mut con, &o, "lb:blocked", co));
-        } else {
-            rb.push(madd(&mut con, &o, "lb:blocked", co));
-            ra.push(madd(&mut con, &o, "lb:classic", cb));
-        }
-    }
-    row(
-        "BF.MADD, 100 new items per call",
-        100.0,
-        (median(ra), median(rb)),
-    );
-
-    let address = url
-        .trim_start_matches("redis://")
-        .trim_end_matches('/')
-        .to_string();
+    batches(&address, &o, &mut present);
     singles(&mut con, &address, &o, &mut present);
     if server.is_some() {
         rdb_speed(&mut con);
     }
     drop(server);
+}
+
+/// BF.MEXISTS and BF.MADD of 100 items per call on the classic (baseline) and the blocked
+/// filter, as pre-encoded streams like the single items (see `singles`), interleaved.
+fn batches(address: &str, o: &Options, present: &mut impl FnMut(usize) -> Vec<Vec<u8>>) {
+    println!(
+        "{} commands of 100 items per stream, written ahead on one connection, {} interleaved rounds, medians\n",
+        o.commands, o.rounds
+    );
+    println!("| workload | baseline (classic) items/s | layerbloom items/s | ratio |");
+    println!("|---|---|---|---|");
+    let row = |name: &str, (base, ours): (f64, f64)| {
+        println!(
+            "| {name} | {:.0} | {:.0} | {:.2}x |",
+            base * 100.0,
+            ours * 100.0,
+            ours / base
+        );
+    };
+    // A reply is an array header and 100 integers: 101 lines a command.
+    let lines = o.commands * 101;
+    let commands_per_s = |stream: &[u8]| blast(address, stream, lines) / 101.0;
+    let stream = |command: &[u8], key: &[u8], batch: &mut dyn FnMut(usize) -> Vec<Vec<u8>>| {
+        let mut out = Vec::new();
+        for n in 0..o.commands {
+            let mut args = vec![command.to_vec(), key.to_vec()];
+            args.extend(batch(n));
+            encode(&mut out, &args);
+        }
+        out
+    };
+    let interleaved = |base: &[Vec<u8>], ours: &[Vec<u8>]| {
+        let (mut ra, mut rb) = (Vec::new(), Vec::new());
+        for round in 0..o.rounds {
+            let (b, u) = (&base[round % base.len()], &ours[round % ours.len()]);
+            if round % 2 == 0 {
+                ra.push(commands_per_s(b));
+                rb.push(commands_per_s(u));
+            } else {
+                rb.push(commands_per_s(u));
+                ra.push(commands_per_s(b));
+            }
+        }
+        (median(ra), median(rb))
+    };
+    let probes: Vec<Vec<Vec<u8>>> = (0..o.commands).map(|_| present(100)).collect();
+    let base_q = stream(b"BF.MEXISTS", b"lb:classic", &mut |n| probes[n].clone());
+    let ours_q = stream(b"BF.MEXISTS", b"lb:blocked", &mut |n| probes[n].clone());
+    row(
+        "BF.MEXISTS, 100 present items per call",
+        interleaved(std::slice::from_ref(&base_q), std::slice::from_ref(&ours_q)),
+    );
+    let mut counter = 0u64;
+    let mut fresh = |_| {
+        (0..100)
+            .map(|_| {
+                counter += 1;
+                item(2, counter)
+            })
+            .collect()
+    };
+    let base_a: Vec<Vec<u8>> = (0..o.rounds)
+        .map(|_| stream(b"BF.MADD", b"lb:classic", &mut fresh))
+        .collect();
+    let ours_a: Vec<Vec<u8>> = (0..o.rounds)
+        .map(|_| stream(b"BF.MADD", b"lb:blocked", &mut fresh))
+        .collect();
+    row(
+        "BF.MADD, 100 new items per call",
+        interleaved(&base_a, &ours_a),
+    );
 }
 
 /// Single-item commands beside built-in commands that cost Redis the same or less: PING does
@@ -476,10 +464,11 @@ fn encode(out: &mut Vec<u8>, args: &[Vec<u8>]) {
     }
 }
 
-/// Writes a stream of `commands` single-line-reply commands to a new connection while a second
-/// thread reads the replies; commands per second from the first byte written to the last reply
-/// read. Panics on an error reply.
-fn blast(address: &str, stream: &[u8], commands: usize) -> f64 {
+/// Writes a stream of commands to a new connection while a second thread reads the replies,
+/// `lines` reply lines in all (replies without bulk strings: one line per integer, status or
+/// array header); reply lines per second from the first byte written to the last line read
+/// (commands per second for single-line replies). Panics on an error reply.
+fn blast(address: &str, stream: &[u8], lines: usize) -> f64 {
     use std::io::{Read, Write};
     let mut writer = std::net::TcpStream::connect(address).unwrap();
     writer.set_nodelay(true).unwrap();
@@ -487,22 +476,22 @@ fn blast(address: &str, stream: &[u8], commands: usize) -> f64 {
     let start = Instant::now();
     let replies = std::thread::spawn(move || {
         let mut buf = vec![0u8; 1 << 16];
-        let mut lines = 0;
+        let mut read = 0;
         let mut line_start = true;
-        while lines < commands {
+        while read < lines {
             let n = reader.read(&mut buf).unwrap();
             assert!(n > 0, "the server closed the connection");
             for &b in &buf[..n] {
                 assert!(!(line_start && b == b'-'), "an error reply");
                 line_start = b == b'\n';
-                lines += usize::from(line_start);
+                read += usize::from(line_start);
             }
         }
         start.elapsed()
     });
     writer.write_all(stream).unwrap();
     let elapsed = replies.join().expect("every reply read");
-    commands as f64 / elapsed.as_secs_f64()
+    lines as f64 / elapsed.as_secs_f64()
 }
 
 /// One BF.SCANDUMP chunk: the iterator to load it with, and its data.
