@@ -5,8 +5,8 @@
 mod common;
 
 use common::{
-    bf_info, digest, error_of, items, key_exists, loadchunks, madd, mexists, scandump, text_of,
-    BfInfo, Exec, Server,
+    bf_info, config_get, digest, error_of, items, key_exists, loadchunks, madd, mexists, scandump,
+    text_of, BfInfo, Exec, Server,
 };
 use redis::Value;
 
@@ -1221,13 +1221,6 @@ fn card_counts_the_items_inserted() {
 }
 
 // ---------------------------------------------------------------- settings
-
-fn config_get(con: &mut redis::Connection, name: &str) -> String {
-    let v: Vec<String> = con.q(&cmd!("CONFIG", "GET", name));
-    assert_eq!(v.len(), 2, "CONFIG GET {name} replied {v:?}");
-    assert_eq!(v[0], name);
-    v[1].clone()
-}
 
 #[test]
 fn config_settings_change_the_auto_create_defaults() {

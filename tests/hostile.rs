@@ -2113,20 +2113,11 @@ fn writes_are_refused_once_maxmemory_is_reached_and_acknowledged_items_stay() {
 // Freeing large filters.
 // =============================================================================================
 
-fn lazyfreed(con: &mut redis::Connection) -> i64 {
-    let mut info = con.info_map("stats");
-    info.extend(con.info_map("memory"));
-    info.get("lazyfreed_objects")
-        .expect("no lazyfreed_objects in INFO stats or memory")
-        .parse()
-        .unwrap()
-}
-
 /// Frees `key` while another client pings; returns the PINGs answered meanwhile. The free
 /// must go to the background thread (`lazyfreed_objects` counts it) and every PING must be
 /// answered.
 fn free_while_pinging(s: &Server, con: &mut redis::Connection, free: redis::Cmd) -> u64 {
-    let before = lazyfreed(con);
+    let before = common::lazyfreed_objects(con);
     let stop = Arc::new(AtomicBool::new(false));
     let pongs = Arc::new(AtomicU64::new(0));
     let pinger = {
@@ -2149,7 +2140,7 @@ fn free_while_pinging(s: &Server, con: &mut redis::Connection, free: redis::Cmd)
     common::wait_until(
         Duration::from_secs(120),
         "lazyfreed_objects to count the filter",
-        || lazyfreed(con) > before,
+        || common::lazyfreed_objects(con) > before,
     );
     stop.store(true, Ordering::Relaxed);
     pinger.join().expect("the pinging client failed");
@@ -2180,10 +2171,10 @@ fn a_small_filter_is_freed_at_once_not_in_the_background() {
     let mut s = hostile_server();
     let mut con = conn(&s);
     con.ok(&cmd!("BF.RESERVE", "small", "0.01", 1000));
-    let before = lazyfreed(&mut con);
+    let before = common::lazyfreed_objects(&mut con);
     assert_eq!(con.q::<i64>(&cmd!("UNLINK", "small")), 1);
     assert_eq!(
-        lazyfreed(&mut con),
+        common::lazyfreed_objects(&mut con),
         before,
         "a 1 KB filter is not worth a thread"
     );

@@ -10,7 +10,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use common::{
-    error_of, items, key_exists, madd, mexists, scandump, text_of, wait_until, Exec, Server, Stop,
+    config_get, error_of, items, key_exists, madd, mexists, scandump, text_of, wait_for_link,
+    wait_until, Exec, Server, Stop,
 };
 use redis::Value;
 
@@ -22,12 +23,6 @@ const SETTINGS: [(&str, &str); 6] = [
     ("bf.bf-layout", "blocked"),
     ("bf.bf-capacity-warning", "70"),
 ];
-
-fn config_get(con: &mut redis::Connection, name: &str) -> String {
-    let v: Vec<String> = con.q(&cmd!("CONFIG", "GET", name));
-    assert_eq!(v.len(), 2, "CONFIG GET {name} replied {v:?}");
-    v[1].clone()
-}
 
 fn config_set(con: &mut redis::Connection, name: &str, value: &str) {
     con.ok(&cmd!("CONFIG", "SET", name, value));
@@ -534,16 +529,6 @@ fn replica_of(primary: &Server, args: &[&str]) -> Server {
         .module_args(args)
         .config("replicaof", &format!("127.0.0.1 {}", primary.port()))
         .start()
-}
-
-fn wait_for_link(replica: &Server) {
-    let mut con = replica.conn();
-    wait_until(Duration::from_secs(30), "master_link_status:up", || {
-        con.info_map("replication")
-            .get("master_link_status")
-            .map(String::as_str)
-            == Some("up")
-    });
 }
 
 #[test]

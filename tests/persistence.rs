@@ -542,22 +542,13 @@ fn unlink_of_a_big_filter_frees_it_in_the_background() {
     let mut con = s.conn();
     con.ok(&cmd!("BF.RESERVE", "huge", "0.01", 50_000_000));
     assert!(bf_info(&mut con, "huge").size > 50_000_000);
-    // Redis 7.0 reports the counter under INFO memory; later versions may move it.
-    let lazyfreed = |con: &mut redis::Connection| -> i64 {
-        let mut info = con.info_map("stats");
-        info.extend(con.info_map("memory"));
-        info.get("lazyfreed_objects")
-            .expect("no lazyfreed_objects in INFO stats or memory")
-            .parse()
-            .unwrap()
-    };
-    let before = lazyfreed(&mut con);
+    let before = common::lazyfreed_objects(&mut con);
     assert_eq!(con.q::<i64>(&cmd!("UNLINK", "huge")), 1);
     assert!(!key_exists(&mut con, "huge"));
     common::wait_until(
         Duration::from_secs(30),
         "lazyfreed_objects to count the filter",
-        || lazyfreed(&mut con) == before + 1,
+        || common::lazyfreed_objects(&mut con) == before + 1,
     );
     assert_eq!(con.raw(&cmd!("PING")), Value::SimpleString("PONG".into()));
 }

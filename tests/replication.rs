@@ -3,9 +3,10 @@
 
 mod common;
 
-use std::time::Duration;
-
-use common::{bf_info, digest, error_of, items, loadchunks, madd, mexists, scandump, Exec, Server};
+use common::{
+    bf_info, digest, error_of, items, loadchunks, madd, mexists, scandump, wait_for_link, Exec,
+    Server,
+};
 use redis::Value;
 
 const FULL: &str = "ERR non scaling filter is full";
@@ -20,16 +21,6 @@ fn replica_of(primary: &Server) -> Server {
     Server::builder()
         .config("replicaof", &format!("127.0.0.1 {}", primary.port()))
         .start()
-}
-
-fn wait_for_link(replica: &Server) {
-    let mut con = replica.conn();
-    common::wait_until(Duration::from_secs(30), "master_link_status:up", || {
-        con.info_map("replication")
-            .get("master_link_status")
-            .map(String::as_str)
-            == Some("up")
-    });
 }
 
 fn set_defaults(con: &mut redis::Connection, size: i64, error: &str, expansion: i64) {

@@ -13,9 +13,8 @@ mod common;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
-use common::{digest, error_of, info_i64, items, madd, Exec, Rng, Server, Stop};
+use common::{digest, error_of, info_i64, items, madd, wait_for_link, Exec, Rng, Server, Stop};
 use redis::Value;
 
 fn primary() -> Server {
@@ -35,16 +34,6 @@ fn replica_of(primary: &Server, extra: &[(&str, &str)]) -> Server {
         b = b.config(k, v);
     }
     b.start()
-}
-
-fn wait_for_link(replica: &Server) {
-    let mut con = replica.conn();
-    common::wait_until(Duration::from_secs(60), "master_link_status:up", || {
-        con.info_map("replication")
-            .get("master_link_status")
-            .map(String::as_str)
-            == Some("up")
-    });
 }
 
 fn set_module_settings(con: &mut redis::Connection, settings: &[(&str, &str)]) {

@@ -481,6 +481,36 @@ pub fn wait_until(timeout: Duration, what: &str, mut done: impl FnMut() -> bool)
     }
 }
 
+/// Waits until a replica's link to its primary is up (bounded, not a speed assertion).
+pub fn wait_for_link(replica: &Server) {
+    let mut con = replica.conn();
+    wait_until(Duration::from_secs(60), "master_link_status:up", || {
+        con.info_map("replication")
+            .get("master_link_status")
+            .map(String::as_str)
+            == Some("up")
+    });
+}
+
+/// `CONFIG GET name`: the value, after checking the reply names the setting asked for.
+pub fn config_get(con: &mut redis::Connection, name: &str) -> String {
+    let v: Vec<String> = con.q(&cmd!("CONFIG", "GET", name));
+    assert_eq!(v.len(), 2, "CONFIG GET {name} replied {v:?}");
+    assert_eq!(v[0], name);
+    v[1].clone()
+}
+
+/// The server's count of objects freed in the background. Redis 7.0 reports it under INFO
+/// memory; later versions may move it to INFO stats.
+pub fn lazyfreed_objects(con: &mut redis::Connection) -> i64 {
+    let mut info = con.info_map("stats");
+    info.extend(con.info_map("memory"));
+    info.get("lazyfreed_objects")
+        .expect("no lazyfreed_objects in INFO stats or memory")
+        .parse()
+        .unwrap()
+}
+
 /// The full text of a server error as the server sent it (`ERR not found`, `Bad capacity`).
 /// The client splits the line at the first space into a code and details: join them back.
 pub fn server_error_text(e: &redis::ServerError) -> String {
