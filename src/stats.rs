@@ -65,9 +65,11 @@ impl Figures {
     }
 
     fn add_to_totals(self, sign: i64) {
-        LAYERS.fetch_add(sign * self.layers, Ordering::Relaxed);
-        ITEMS.fetch_add(sign * self.items, Ordering::Relaxed);
-        BYTES.fetch_add(sign * self.bytes, Ordering::Relaxed);
+        // Wrapping, like the atomics: a loaded item count of 2^63 or more must not panic, and
+        // the same figures are always added and later taken away.
+        LAYERS.fetch_add(sign.wrapping_mul(self.layers), Ordering::Relaxed);
+        ITEMS.fetch_add(sign.wrapping_mul(self.items), Ordering::Relaxed);
+        BYTES.fetch_add(sign.wrapping_mul(self.bytes), Ordering::Relaxed);
     }
 }
 

@@ -126,8 +126,13 @@ pub struct LayerSummary {
 /// misses, few enough that their lines stay in L1 until probed.
 const BATCH: usize = 32;
 
-fn hash_batch(items: &[&[u8]]) -> Vec<ItemHash> {
-    items.iter().map(|item| ItemHash::of(item)).collect()
+/// Hashes a chunk of at most `BATCH` items into `out` (on the caller's stack, so a batch
+/// allocates nothing); the hashes are the returned prefix.
+fn hash_batch<'a>(items: &[&[u8]], out: &'a mut [ItemHash; BATCH]) -> &'a [ItemHash] {
+    for (slot, item) in out.iter_mut().zip(items) {
+        *slot = ItemHash::of(item);
+    }
+    &out[..items.len()]
 }
 
 /// Whether any layer holds a hash. With several layers, every layer's first block is
@@ -319,10 +324,11 @@ impl ScalableFilter {
         let mut out = Vec::with_capacity(items.len());
         match &self.layers {
             Layers::Blocked(layers) => {
+                let mut batch = [ItemHash { lo: 0, hi: 0 }; BATCH];
                 for chunk in items.chunks(BATCH) {
-                    let hashes = hash_batch(chunk);
+                    let hashes = hash_batch(chunk, &mut batch);
                     for layer in layers.iter().rev() {
-                        for h in &hashes {
+                        for h in hashes {
                             layer.prefetch(h);
                         }
                     }
@@ -355,16 +361,17 @@ impl ScalableFilter {
             }
             return out;
         }
+        let mut batch = [ItemHash { lo: 0, hi: 0 }; BATCH];
         for chunk in items.chunks(BATCH) {
-            let hashes = hash_batch(chunk);
+            let hashes = hash_batch(chunk, &mut batch);
             if let Layers::Blocked(layers) = &self.layers {
                 for layer in layers.iter().rev() {
-                    for h in &hashes {
+                    for h in hashes {
                         layer.prefetch(h);
                     }
                 }
             }
-            for h in &hashes {
+            for h in hashes {
                 let result = self.add_blocked(h, max_bytes);
                 let failed = result.is_err();
                 out.push(result);
