@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Instructions the server executes per command, counted by callgrind (valgrind): unlike times,
-# the counts repeat exactly on a busy, shared machine. A redis-server with the module runs
+# the counts do not depend on what else a shared machine is doing (the filter core's repeat
+# exactly; Redis's own vary by a few percent between runs with its timers and table state). A redis-server with the module runs
 # under callgrind on a free loopback port; redis-benchmark sends each command 20000 times
 # (pipelines of 64, one connection); the counters are zeroed before and dumped after each.
 # A filter of 1e6 items at 0.1% (1.8 MB, no growth during the run): this counts the work of the commands, not memory stalls. The last
