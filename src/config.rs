@@ -270,6 +270,17 @@ pub fn server_version() -> i32 {
     unsafe { raw::RedisModule_GetServerVersion.map_or(0, |get| get()) }
 }
 
+/// Whether the server may accept unprefixed setting names: Redis 8 and later. Valkey reports
+/// its own version (8.x) through the same call but has no such flag, and logs a warning for
+/// the attempt, so it is told apart by its `server_name`.
+fn unprefixed_names_possible(ctx: &Context) -> bool {
+    if server_version() < UNPREFIXED_SINCE {
+        return false;
+    }
+    let name = ctx.server_info("server").field("server_name");
+    !name.is_some_and(|n| n.to_string_lossy().eq_ignore_ascii_case("valkey"))
+}
+
 /// Registers the settings and loads their values from the server's configuration.
 pub fn register(ctx: &Context) -> Result<(), String> {
     store_error_rate(DEFAULT_ERROR_RATE, b"0.01");
@@ -298,7 +309,7 @@ pub fn register(ctx: &Context) -> Result<(), String> {
         // Unprefixed names where the server has them; should it refuse the flag after all,
         // the prefixed names still work.
         let mut extra = 0;
-        if server_version() >= UNPREFIXED_SINCE && register_error_rate(CONFIG_UNPREFIXED) {
+        if unprefixed_names_possible(ctx) && register_error_rate(CONFIG_UNPREFIXED) {
             extra = CONFIG_UNPREFIXED;
             UNPREFIXED.store(true, Ordering::Relaxed);
         } else if !register_error_rate(raw::REDISMODULE_CONFIG_DEFAULT) {

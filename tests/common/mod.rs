@@ -108,6 +108,17 @@ impl ServerKind {
     pub fn is_redis_at_least(&self, major: u32, minor: u32) -> bool {
         self.is_redis() && (self.version.0, self.version.1) >= (major, minor)
     }
+
+    /// The RDB format version in the footer of the DUMP payloads it writes (each server
+    /// accepts its own and older ones).
+    pub fn rdb_version(&self) -> u16 {
+        match (self.is_valkey(), self.version) {
+            (true, _) => 11,
+            (false, (7, 0..=1, _)) => 10,
+            (false, (7, 2..=3, _)) => 11,
+            _ => 12,
+        }
+    }
 }
 
 impl std::fmt::Display for ServerKind {
@@ -160,7 +171,8 @@ pub fn redisbloom_path() -> Option<PathBuf> {
         Some(p) if !p.is_empty() => PathBuf::from(p),
         _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/servers/redis-7.4.1/redisbloom.so"),
     };
-    path.is_file().then(|| fs::canonicalize(&path).unwrap_or(path))
+    path.is_file()
+        .then(|| fs::canonicalize(&path).unwrap_or(path))
 }
 
 /// The external server's URL, when the suite runs against one.
@@ -1158,8 +1170,6 @@ pub const OP_STRING: u8 = 5;
 pub const LAYERBLOOM_ENCVER: u64 = 100;
 /// RedisBloom's current encoding version.
 pub const REDISBLOOM_ENCVER: u64 = 4;
-/// The RDB version Redis 7.0 writes in DUMP footers.
-pub const RDB_VERSION_7_0: u16 = 10;
 
 /// One field of a module value as the module API saves it.
 #[derive(Debug, Clone, PartialEq)]
@@ -1216,7 +1226,7 @@ impl Payload {
             module_id: module_type_id(b"MBbloom--", encver),
             fields,
             eof: true,
-            rdb_version: RDB_VERSION_7_0,
+            rdb_version: server().rdb_version(),
         }
     }
 
