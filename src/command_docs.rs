@@ -186,7 +186,7 @@ pub const DOCS: &[Doc] = &[
     },
     Doc {
         name: "BF.INFO",
-        summary: "Returns a Bloom filter's parameters and health: capacity, size, layers, items, expansion, error rate, fill, estimated false-positive rate and distinct items, maximum capacity",
+        summary: "Returns a Bloom filter's parameters (capacity, size, layers, items, expansion), one of them, one health figure, or with HEALTH all five (error rate, fill, estimated false-positive rate and distinct items, maximum capacity)",
         complexity: "O(k), where k is the number of layers",
         since: Some("1.0.0"),
         arity: -2,
@@ -206,6 +206,7 @@ pub const DOCS: &[Doc] = &[
                     choice("fpr", "FPR"),
                     choice("distinct", "DISTINCT"),
                     choice("maxcapacity", "MAXCAPACITY"),
+                    choice("health", "HEALTH"),
                 ],
                 ..arg("single_value", ONEOF)
             },

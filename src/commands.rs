@@ -8,7 +8,7 @@ use layerbloom_filter::{FilterError, FilterSpec, Layers, Layout, ScalableFilter}
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{Context, ContextFlags, KeyType, RedisString};
 
-use crate::args::{self, InfoField};
+use crate::args::{self, InfoField, InfoRequest};
 use crate::config;
 use crate::datatype::{self, BLOOM_TYPE};
 use crate::error::BfError;
@@ -70,9 +70,9 @@ fn creation_layout(ctx: &Context) -> Layout {
     }
 }
 
-/// How strictly a RedisBloom header in BF.LOADCHUNK is checked: as RedisBloom's BF.LOADCHUNK
-/// does for clients, as its RDB loader does for commands replayed from the AOF or sent by a
-/// primary (an AOF rewrite of a filter loaded from a lax RDB value must replay).
+/// How strictly a BF.LOADCHUNK header (either format) is checked: at least as strictly as
+/// RedisBloom's BF.LOADCHUNK for clients, as its RDB loader for commands replayed from the AOF
+/// or sent by a primary (an AOF rewrite of a filter loaded from a lax RDB value must replay).
 fn header_strictness(ctx: &Context) -> codec::Strictness {
     if ctx
         .get_flags()
@@ -280,15 +280,13 @@ pub fn card(ctx: &Context, args: &[RedisString]) -> CommandResult {
 }
 
 /// `BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION | ERROR | FILL | FPR | DISTINCT
-/// | MAXCAPACITY]`: RedisBloom's five fields, in its order, then the filter's health.
+/// | MAXCAPACITY | HEALTH]`: without a word, exactly RedisBloom's five fields in its order
+/// (clients reject any other); the health figures only when asked for.
 pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
     check_arity(args, 2, 3)?;
     let key = ctx.open_key(&args[1]);
     let filter = read_filter(&key)?.ok_or(BfError::NotFound)?;
-    let only = args
-        .get(2)
-        .map(|w| InfoField::parse(w.as_slice()))
-        .transpose()?;
+    let request = InfoRequest::parse(args.get(2).map(RedisString::as_slice))?;
     let layers = filter.layer_summaries();
     let classic = filter.is_classic();
     let reply = Reply::new(ctx);
@@ -308,15 +306,10 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
         InfoField::EstimatedDistinct => count(health::distinct_items(&layers, classic)),
         InfoField::MaxCapacity => count(health::max_capacity(filter, config::max_filter_memory())),
     };
-    match only {
-        None => {
-            reply.map(InfoField::ALL.len());
-            for field in InfoField::ALL {
-                reply.bulk(field.title().as_bytes());
-                value(field);
-            }
-        }
-        Some(field) => {
+    let fields: &[InfoField] = match request {
+        InfoRequest::Full => &InfoField::REDISBLOOM,
+        InfoRequest::Health => &InfoField::HEALTH,
+        InfoRequest::One(field) => {
             if reply.is_resp3() {
                 reply.map(1);
                 reply.bulk(field.title().as_bytes());
@@ -324,7 +317,13 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
                 reply.array(1);
             }
             value(field);
+            return Ok(());
         }
+    };
+    reply.map(fields.len());
+    for &field in fields {
+        reply.bulk(field.title().as_bytes());
+        value(field);
     }
     Ok(())
 }

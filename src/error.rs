@@ -51,9 +51,10 @@ pub enum BfError {
          per-filter limit bf-max-filter-memory of {limit} bytes"
     )]
     CreateOverLimit { needed: u64, limit: u64 },
+    /// RedisBloom's text for a growth that cannot be done, then why.
     #[error(
-        "ERR Insufficient memory to grow filter: its next layer would bring it to {needed} \
-         bytes, over the per-filter limit bf-max-filter-memory of {limit} bytes"
+        "ERR problem inserting into filter: its next layer would bring it to {needed} bytes, \
+         over the per-filter limit bf-max-filter-memory of {limit} bytes"
     )]
     GrowOverLimit { needed: u64, limit: u64 },
     #[error("ERR could not create filter")]
@@ -165,8 +166,8 @@ mod tests {
                     needed: 10,
                     limit: 5,
                 },
-                "ERR Insufficient memory to grow filter: its next layer would bring it to 10 \
-                 bytes, over the per-filter limit bf-max-filter-memory of 5 bytes",
+                "ERR problem inserting into filter: its next layer would bring it to 10 bytes, \
+                 over the per-filter limit bf-max-filter-memory of 5 bytes",
             ),
             (BfError::CouldNotCreate, "ERR could not create filter"),
             (BfError::InsertProblem, "ERR problem inserting into filter"),

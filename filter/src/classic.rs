@@ -101,6 +101,12 @@ impl ClassicMeta {
         }
     }
 
+    /// Whether the hash count is the one the bits per entry give, as every layer RedisBloom
+    /// or layerbloom creates has it (RedisBloom's BF.LOADCHUNK refuses a header without it).
+    pub fn hashes_match_bpe(&self) -> bool {
+        (LN2 * self.bpe).ceil() == f64::from(self.hashes)
+    }
+
     /// RedisBloom's sizing of a new layer.
     pub fn plan(entries: u64, error: f64, options: u32) -> Result<Self, SizingError> {
         if !(error > 0.0 && error < 1.0) {

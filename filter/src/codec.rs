@@ -249,14 +249,18 @@ pub fn decode_header(bytes: &[u8]) -> Result<Header, CodecError> {
 /// its primary) already accepted from an RDB file, however lax.
 pub fn decode_header_with(bytes: &[u8], strictness: Strictness) -> Result<Header, CodecError> {
     if is_layerbloom_header(bytes) {
-        decode_blocked_header(bytes).map(Header::Blocked)
+        decode_blocked_header(bytes, strictness).map(Header::Blocked)
     } else {
         decode_classic_header(bytes, strictness).map(|(h, _)| Header::Classic(h))
     }
 }
 
-/// Decodes and validates a layerbloom (blocked) header.
-pub fn decode_blocked_header(bytes: &[u8]) -> Result<BlockedHeader, CodecError> {
+/// Decodes and validates a layerbloom (blocked) header; `strictness` decides only how the
+/// item total is checked (see [`check_item_total`]).
+pub fn decode_blocked_header(
+    bytes: &[u8],
+    strictness: Strictness,
+) -> Result<BlockedHeader, CodecError> {
     let mut r = Reader { bytes };
     if r.take::<8>()? != MAGIC {
         return Err(CodecError::BadData("not a layerbloom header"));
@@ -289,7 +293,6 @@ pub fn decode_blocked_header(bytes: &[u8]) -> Result<BlockedHeader, CodecError> 
         ));
     }
     let mut layers = Vec::with_capacity(count);
-    let mut item_sum = 0u64;
     let mut byte_sum = 0u64;
     for _ in 0..count {
         let capacity = r.u64()?;
@@ -313,8 +316,6 @@ pub fn decode_blocked_header(bytes: &[u8]) -> Result<BlockedHeader, CodecError> 
         if !geometry.is_valid() {
             return Err(CodecError::BadData("layer geometry out of range"));
         }
-        // Saturating, as the counters are.
-        item_sum = item_sum.saturating_add(layer_items);
         byte_sum = add_bytes(byte_sum, geometry.bytes())?;
         layers.push(LayerMeta {
             capacity,
@@ -323,10 +324,10 @@ pub fn decode_blocked_header(bytes: &[u8]) -> Result<BlockedHeader, CodecError> 
             geometry,
         });
     }
-    if item_sum != items {
-        return Err(CodecError::BadData(
-            "item count differs from the layers' sum",
-        ));
+    let counts = layers.iter().map(|l| l.items);
+    if let Some(warning) = check_item_total(items, counts, strictness)? {
+        // Blocked filters are only ever written by layerbloom, which keeps the total exact.
+        return Err(CodecError::BadData(warning));
     }
     Ok(BlockedHeader {
         items,
@@ -336,15 +337,46 @@ pub fn decode_blocked_header(bytes: &[u8]) -> Result<BlockedHeader, CodecError> 
     })
 }
 
-/// How strictly RedisBloom's header is checked.
+/// How strictly a header is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Strictness {
-    /// As RedisBloom's `BF.LOADCHUNK`: unknown option bits and an item total that is not the
-    /// sum of the layers' are refused.
+    /// A client's `BF.LOADCHUNK`, at least as strict as RedisBloom's: the item total must be
+    /// exactly the sum of the layers' counts (no overflow) and below 2^64 - 1, RedisBloom's
+    /// option bits known and each classic layer's hash count the one its bits per entry give.
     LoadChunk,
-    /// As RedisBloom's RDB loader: those two are accepted (with a warning), so that every
-    /// value RedisBloom loads loads here too.
+    /// RDB values, and `BF.LOADCHUNK` replayed from the AOF or sent by a primary (they
+    /// describe filters already accepted from an RDB value): as RedisBloom's RDB loader, an
+    /// odd total or option bits and a stray hash count are accepted (with a warning) when
+    /// safe, so that every value RedisBloom loads loads here too. Counts saturate, so a
+    /// total that reached the top still equals its layers' sum.
     Rdb,
+}
+
+/// Checks a header's item total against its layers' counts. Refused: any mismatch when
+/// strict; when lax, a saturated sum that is not the total, which is returned as a warning
+/// for the caller to log or refuse.
+fn check_item_total(
+    items: u64,
+    counts: impl Iterator<Item = u64> + Clone,
+    strictness: Strictness,
+) -> Result<Option<Warning>, CodecError> {
+    const DIFFERS: &str = "item count differs from the layers' sum";
+    match strictness {
+        Strictness::LoadChunk => {
+            let exact = counts.clone().try_fold(0u64, u64::checked_add);
+            if items == u64::MAX {
+                return Err(CodecError::BadData("item count is all ones"));
+            }
+            if exact != Some(items) {
+                return Err(CodecError::BadData(DIFFERS));
+            }
+            Ok(None)
+        }
+        Strictness::Rdb => {
+            let saturated = counts.fold(0u64, u64::saturating_add);
+            Ok((saturated != items).then_some(DIFFERS))
+        }
+    }
 }
 
 /// Something odd but safe found while loading, worth a log line.
@@ -367,21 +399,21 @@ fn check_classic_chain(
             Strictness::Rdb => warnings.push("unknown option bits, ignored"),
         }
     }
-    // Saturating, as the counters are: a filter whose counts reached the top still loads.
-    let sizes = layers
-        .iter()
-        .fold(0u64, |sum, l| sum.saturating_add(l.size));
-    if sizes != items {
+    if !layers.iter().all(ClassicMeta::hashes_match_bpe) {
         match strictness {
             Strictness::LoadChunk => {
                 return Err(CodecError::BadData(
-                    "item count differs from the layers' sum",
+                    "a layer's hash count does not match its bits per entry",
                 ))
             }
             Strictness::Rdb => {
-                warnings.push("item count differs from the sum of the layers' counts")
+                warnings.push("a layer's hash count differs from its bits per entry")
             }
         }
+    }
+    let sizes = layers.iter().map(|l| l.size);
+    if check_item_total(items, sizes, strictness)?.is_some() {
+        warnings.push("item count differs from the sum of the layers' counts");
     }
     Ok(warnings)
 }
@@ -530,7 +562,9 @@ pub fn decode_rdb_header(bytes: &[u8]) -> Result<(Header, Vec<Warning>), CodecEr
         Some(rest) => {
             decode_classic_header(rest, Strictness::Rdb).map(|(h, w)| (Header::Classic(h), w))
         }
-        None => decode_blocked_header(bytes).map(|h| (Header::Blocked(h), Vec::new())),
+        None => {
+            decode_blocked_header(bytes, Strictness::Rdb).map(|h| (Header::Blocked(h), Vec::new()))
+        }
     }
 }
 
@@ -831,7 +865,7 @@ mod tests {
     fn version_1_header_fixture_decodes_and_reencodes() {
         let f = filled(2, 0.01, 0, 1);
         assert_eq!(encode_header(&f), V1_HEADER);
-        let h = decode_blocked_header(&V1_HEADER).unwrap();
+        let h = decode_blocked_header(&V1_HEADER, Strictness::LoadChunk).unwrap();
         assert_eq!(h.items, 1);
         assert_eq!(h.expansion, 0);
         assert_eq!(h.layers[0].geometry.blocks_per_item, 1);
@@ -929,7 +963,7 @@ mod tests {
         let field = |offset: usize, bytes: &[u8]| {
             let mut h = good.clone();
             h[offset..offset + bytes.len()].copy_from_slice(bytes);
-            decode_blocked_header(&h)
+            decode_blocked_header(&h, Strictness::LoadChunk)
         };
         let bad = |r: Result<BlockedHeader, CodecError>| matches!(r, Err(CodecError::BadData(_)));
         assert!(bad(field(0, b"X")), "magic");
@@ -955,11 +989,14 @@ mod tests {
         assert!(bad(field(36 + 33, &[65])), "too many hashes");
         assert!(bad(field(36 + 34, &[1])), "layer reserved");
         for n in 0..good.len() {
-            assert!(bad(decode_blocked_header(&good[..n])), "truncated at {n}");
+            assert!(
+                bad(decode_blocked_header(&good[..n], Strictness::Rdb)),
+                "truncated at {n}"
+            );
         }
         let mut longer = good.clone();
         longer.push(0);
-        assert!(bad(decode_blocked_header(&longer)));
+        assert!(bad(decode_blocked_header(&longer, Strictness::Rdb)));
     }
 
     #[test]
@@ -996,6 +1033,82 @@ mod tests {
         }
         for n in 0..good.len() {
             assert!(decode_header(&good[..n]).is_err(), "truncated at {n}");
+        }
+    }
+
+    #[test]
+    fn a_client_header_with_an_all_ones_or_overflowing_total_is_refused_but_replays() {
+        // Blocked: two layers whose counts saturate at 2^64 - 1 (only a crafted RDB value
+        // has such counts); then an exact total of 2^64 - 1.
+        let good = encode_header(&filled(100, 0.01, 2, 150));
+        let with = |total: u64, first: u64, second: u64| {
+            let mut h = good.clone();
+            h[24..32].copy_from_slice(&total.to_le_bytes());
+            for (i, (items, capacity)) in [(first, first), (second, second.max(1))]
+                .into_iter()
+                .enumerate()
+            {
+                let at = CHAIN_BYTES + LAYER_BYTES * i;
+                h[at..at + 8].copy_from_slice(&capacity.to_le_bytes());
+                h[at + 16..at + 24].copy_from_slice(&items.to_le_bytes());
+            }
+            h
+        };
+        for h in [
+            with(u64::MAX, u64::MAX, 20),
+            with(u64::MAX, u64::MAX - 20, 20),
+        ] {
+            assert!(decode_header(&h).is_err(), "client");
+            assert!(decode_header_with(&h, Strictness::Rdb).is_ok(), "replay");
+        }
+        assert!(decode_header(&with(u64::MAX - 1, u64::MAX - 21, 20)).is_ok());
+        assert!(decode_header_with(&with(5, u64::MAX, 20), Strictness::Rdb).is_err());
+
+        // RedisBloom's header, likewise.
+        let good = encode_header(&classic(10, 0.01, 2, 30));
+        let size_at = |layer: usize| RB_CHAIN_BYTES + RB_LAYER_BYTES * layer + 16;
+        let with = |total: u64, first: u64, second: u64| {
+            let mut h = good.clone();
+            h[0..8].copy_from_slice(&total.to_le_bytes());
+            h[size_at(0)..size_at(0) + 8].copy_from_slice(&first.to_le_bytes());
+            h[size_at(1)..size_at(1) + 8].copy_from_slice(&second.to_le_bytes());
+            h
+        };
+        // Replayed: a saturated or exact sum loads quietly, a wrapping one with a warning.
+        for (h, warned) in [
+            (with(u64::MAX, u64::MAX, 20), false),
+            (with(u64::MAX, u64::MAX - 20, 20), false),
+            (with(4, u64::MAX - 15, 20), true),
+        ] {
+            assert!(decode_header(&h).is_err(), "client");
+            let (_, warnings) = decode_classic_header(&h, Strictness::Rdb).unwrap();
+            assert_eq!(!warnings.is_empty(), warned);
+        }
+    }
+
+    #[test]
+    fn a_client_header_whose_second_link_has_a_stray_hash_count_is_refused_but_replays() {
+        let good = encode_header(&classic(10, 0.01, 2, 30));
+        assert!(decode_header(&good).is_ok());
+        let hashes_at = RB_CHAIN_BYTES + RB_LAYER_BYTES + 40;
+        let bpe_at = RB_CHAIN_BYTES + RB_LAYER_BYTES + 32;
+        let mut stray = good.clone();
+        stray[hashes_at..hashes_at + 4].copy_from_slice(&1u32.to_le_bytes());
+        let mut doubled = good.clone();
+        let bpe = f64::from_le_bytes(good[bpe_at..bpe_at + 8].try_into().unwrap());
+        doubled[bpe_at..bpe_at + 8].copy_from_slice(&(2.0 * bpe).to_le_bytes());
+        for h in [stray, doubled] {
+            assert_eq!(
+                decode_header(&h),
+                Err(CodecError::BadData(
+                    "a layer's hash count does not match its bits per entry"
+                ))
+            );
+            let (_, warnings) = decode_classic_header(&h, Strictness::Rdb).unwrap();
+            assert_eq!(
+                warnings,
+                ["a layer's hash count differs from its bits per entry"]
+            );
         }
     }
 
