@@ -96,14 +96,18 @@ def run(protocol):
     check(f"{tag} info expansion", field(info, "Expansion rate") == 3)
     info = bf.info(k("ins-fixed"))
     check(f"{tag} info non-scaling expansion is None", field(info, "Expansion rate") is None)
-    # The whole reply, raw (a client without r.bf()'s reply callbacks): the health fields
-    # follow RedisBloom's five.
+    # The whole reply, raw (a client without r.bf()'s reply callbacks): exactly RedisBloom's
+    # five fields; the health figures answer BF.INFO key HEALTH.
     plain = redis.Redis.from_url(URL, protocol=protocol)
-    raw = plain.execute_command("BF.INFO", k("ins"))
-    names = list(raw.keys()) if isinstance(raw, dict) else list(raw[::2])
-    names = [n.decode() if isinstance(n, bytes) else n for n in names]
+    def names_of(raw):
+        names = list(raw.keys()) if isinstance(raw, dict) else list(raw[::2])
+        return [n.decode() if isinstance(n, bytes) else n for n in names]
+    names = names_of(plain.execute_command("BF.INFO", k("ins")))
     check(f"{tag} info field order", names == [
-            "Capacity", "Size", "Number of filters", "Number of items inserted", "Expansion rate",
+            "Capacity", "Size", "Number of filters", "Number of items inserted",
+            "Expansion rate"], repr(names))
+    names = names_of(plain.execute_command("BF.INFO", k("ins"), "HEALTH"))
+    check(f"{tag} info HEALTH field order", names == [
             "Error rate", "Fill ratio", "Estimated false positive rate",
             "Estimated distinct items", "Max capacity"], repr(names))
     # Single fields, as a client sends them.
