@@ -311,6 +311,22 @@ fn newest_texts(args: &[Vec<u8>], reply: R) -> R {
             {
                 return R::err(new);
             }
+            // 2.8 refuses EXPANSION with NONSCALING before reading the value; the newest accept
+            // EXPANSION 0 NONSCALING, so they read the value first, and a value that is no
+            // integer is a bad expansion.
+            if e == "Nonscaling filters cannot expand" && upper(&args[0]) == "BF.RESERVE" {
+                let value = args
+                    .iter()
+                    .position(|a| upper(a) == "EXPANSION")
+                    .and_then(|i| args.get(i + 1));
+                let integer = |v: &[u8]| {
+                    std::str::from_utf8(v)
+                        .is_ok_and(|t| !t.starts_with('+') && t.parse::<i64>().is_ok())
+                };
+                if value.is_some_and(|v| !integer(v)) {
+                    return R::err("ERR bad expansion");
+                }
+            }
             if e == "Bad argument received" && upper(&args[0]) == "BF.INSERT" {
                 if let Some(new) = newest_insert_text(args) {
                     return R::err(new);
@@ -1370,6 +1386,11 @@ const FIXED: &[&str] = &[
     "BF.INSERT fx:i EXPANSION -1 ITEMS x",
     "BF.INSERT fx:i EXPANSION 32769 ITEMS x",
     "BF.INSERT fx:i FOO ITEMS x",
+    "BF.INSERT fx:i CAPACITY 0 FOO ITEMS x",
+    "BF.INSERT fx:i ERROR 2 FOO ITEMS x",
+    "BF.INSERT fx:i EXPANSION -1 FOO ITEMS x",
+    "BF.INSERT fx:i CAPACITY x FOO ITEMS x",
+    "BF.INSERT fx:i FOO CAPACITY x ITEMS x",
     "BF.INSERT fx:i CAPACITY",
     "BF.INSERT fx:i CAPACITY 10 ITEMS",
     "BF.INSERT fx:i CAPACITY 10",
