@@ -99,18 +99,21 @@ macro_rules! commands {
     };
 }
 
+// Registered in lower case, as RedisBloom registers them: Redis names a command by its
+// registered spelling in wrong-arity errors, COMMAND INFO and INFO commandstats
+// (`cmdstat_bf.add`), which monitoring reads.
 commands! {
-    c"BF.RESERVE", c"write deny-oom" => bf_reserve => commands::reserve;
-    c"BF.ADD", c"write deny-oom" => bf_add => commands::add;
-    c"BF.MADD", c"write deny-oom" => bf_madd => commands::madd;
-    c"BF.INSERT", c"write deny-oom" => bf_insert => commands::insert;
-    c"BF.EXISTS", c"readonly fast" => bf_exists => commands::exists;
-    c"BF.MEXISTS", c"readonly fast" => bf_mexists => commands::mexists;
-    c"BF.INFO", c"readonly fast" => bf_info => commands::info;
-    c"BF.CARD", c"readonly fast" => bf_card => commands::card;
-    c"BF.SCANDUMP", c"readonly" => bf_scandump => commands::scandump;
-    c"BF.LOADCHUNK", c"write deny-oom" => bf_loadchunk => commands::loadchunk;
-    c"BF.DEBUG", c"readonly" => bf_debug => commands::debug;
+    c"bf.reserve", c"write deny-oom" => bf_reserve => commands::reserve;
+    c"bf.add", c"write deny-oom" => bf_add => commands::add;
+    c"bf.madd", c"write deny-oom" => bf_madd => commands::madd;
+    c"bf.insert", c"write deny-oom" => bf_insert => commands::insert;
+    c"bf.exists", c"readonly fast" => bf_exists => commands::exists;
+    c"bf.mexists", c"readonly fast" => bf_mexists => commands::mexists;
+    c"bf.info", c"readonly fast" => bf_info => commands::info;
+    c"bf.card", c"readonly fast" => bf_card => commands::card;
+    c"bf.scandump", c"readonly" => bf_scandump => commands::scandump;
+    c"bf.loadchunk", c"write deny-oom" => bf_loadchunk => commands::loadchunk;
+    c"bf.debug", c"readonly" => bf_debug => commands::debug;
 }
 
 /// Creates every BF command (key at argument 1 for all of them).

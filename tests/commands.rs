@@ -14,10 +14,12 @@ const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kin
 const FULL: &str = "ERR non scaling filter is full";
 
 /// Redis names the command as the module registered it: upper case, as RedisBloom does.
+/// Redis's wrong-arity error names the command as registered: in lower case, as RedisBloom
+/// registers it.
 fn arity(cmd: &str) -> String {
     format!(
         "ERR wrong number of arguments for '{}' command",
-        cmd.to_ascii_uppercase()
+        cmd.to_ascii_lowercase()
     )
 }
 

@@ -1473,10 +1473,11 @@ fn command_info_gives_arity_flags_and_key_specs() {
     }
     let keys: Vec<String> = con.q(&cmd!("COMMAND", "GETKEYS", "BF.MADD", "the-key", "a", "b"));
     assert_eq!(keys, ["the-key"]);
-    // Redis checks the arity now; the reply is its standard one.
+    // Redis checks the arity now; the reply is its standard one, naming the command as
+    // registered (lower case, as RedisBloom registers it).
     assert_eq!(
         con.err_text(&cmd!("BF.MADD", "k")),
-        "ERR wrong number of arguments for 'BF.MADD' command"
+        "ERR wrong number of arguments for 'bf.madd' command"
     );
 }
 

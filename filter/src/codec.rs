@@ -527,14 +527,15 @@ pub fn dump_chunk(filter: &ScalableFilter, it: i64) -> (i64, &[u8]) {
 
 /// Applies a `BF.LOADCHUNK` chunk (iterator `it` > 1).
 pub fn load_chunk(filter: &mut ScalableFilter, it: i64, data: &[u8]) -> Result<(), CodecError> {
-    if data.is_empty() {
-        return Err(CodecError::BadData("empty chunk"));
-    }
-    let offset = u64::try_from(it)
+    // RedisBloom's checks in its order: an iterator that cannot end a chunk this long is bad
+    // data; one that ends it just before the first byte has no link; an empty chunk at a
+    // valid offset writes nothing (RedisBloom answers OK).
+    let len = data.len() as u64;
+    let end = u64::try_from(it)
         .ok()
-        .and_then(|it| it.checked_sub(1))
-        .and_then(|end| end.checked_sub(data.len() as u64))
-        .ok_or(CodecError::NoLink)?;
+        .filter(|&it| it > 0 && it >= len)
+        .ok_or(CodecError::BadData("iterator before the chunk's end"))?;
+    let offset = (end - 1).checked_sub(len).ok_or(CodecError::NoLink)?;
     let lengths: Vec<usize> = filter.layer_bytes().iter().map(|a| a.len()).collect();
     let (index, within) = locate(&lengths, offset).ok_or(CodecError::NoLink)?;
     if within + data.len() as u64 > lengths[index] as u64 {
@@ -944,15 +945,20 @@ mod tests {
         let total: i64 = f.layer_bytes().iter().map(|l| l.len() as i64).sum();
         assert_eq!(load_chunk(&mut f, total + 2, &[1]), Err(CodecError::NoLink));
         assert_eq!(load_chunk(&mut f, 2, &[1, 2]), Err(CodecError::NoLink));
-        assert_eq!(load_chunk(&mut f, i64::MIN, &[1]), Err(CodecError::NoLink));
+        for (it, data) in [(i64::MIN, &[1][..]), (0, &[]), (-1, &[]), (1, &[1, 2])] {
+            assert!(
+                matches!(load_chunk(&mut f, it, data), Err(CodecError::BadData(_))),
+                "{it}"
+            );
+        }
+        assert_eq!(load_chunk(&mut f, total + 2, &[]), Err(CodecError::NoLink));
         assert_eq!(
             load_chunk(&mut f, 1 + first_len + 1, &[0xff, 0xff]),
             Err(CodecError::TooBig)
         );
-        assert!(matches!(
-            load_chunk(&mut f, 5, &[]),
-            Err(CodecError::BadData(_))
-        ));
+        assert_eq!(f, before);
+        // An empty chunk at a valid offset is accepted and changes nothing.
+        assert_eq!(load_chunk(&mut f, 5, &[]), Ok(()));
         assert_eq!(f, before);
     }
 

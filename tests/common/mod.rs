@@ -265,27 +265,32 @@ impl Builder {
                 builder: self,
             };
         }
+        self.try_start()
+            .unwrap_or_else(|failure| panic!("redis-server did not start {failure}"))
+    }
+
+    /// Spawns the server, or says why it did not start (the log tails; the dir is kept):
+    /// for a test that skips where a module cannot load on the server under test.
+    pub fn try_start(self) -> Result<Server, String> {
+        assert!(restartable(), "try_start() needs its own server");
         let dir = fresh_dir();
         let mut last_failure = String::new();
         for _ in 0..START_ATTEMPTS {
             let port = free_port();
             match spawn(&self, &dir, port) {
                 Ok(child) => {
-                    return Server {
+                    return Ok(Server {
                         url: format!("redis://127.0.0.1:{port}/"),
                         port,
                         child: Some(child),
                         dir: Some(dir),
                         builder: self,
-                    }
+                    })
                 }
                 Err(failure) => last_failure = failure,
             }
         }
-        panic!(
-            "redis-server did not start (dir kept: {}):\n{last_failure}",
-            dir.display()
-        );
+        Err(format!("(dir kept: {}):\n{last_failure}", dir.display()))
     }
 }
 
