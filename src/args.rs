@@ -171,11 +171,16 @@ pub fn parse_insert<'a>(
     args: &'a [&'a [u8]],
     defaults: FilterSpec,
 ) -> Result<InsertArgs<'a>, BfError> {
-    let mut spec = defaults;
+    // As in RedisBloom, a value that is not a number is refused where it stands, but ranges
+    // are checked once every option is read: an unknown word anywhere wins over a value out
+    // of range, and the last of a repeated option is the one that counts.
+    let mut capacity = None;
+    let mut error = None;
+    let mut expansion = None;
     let mut nonscaling = false;
     let mut nocreate = false;
     let mut i = 0;
-    loop {
+    let items = loop {
         let word = *args.get(i).ok_or(BfError::WrongArity)?;
         let value = || args.get(i + 1).copied().ok_or(BfError::WrongArity);
         if is_word(word, "ITEMS") {
@@ -183,30 +188,15 @@ pub fn parse_insert<'a>(
             if items.is_empty() {
                 return Err(BfError::WrongArity);
             }
-            spec.nonscaling |= nonscaling;
-            return Ok(InsertArgs {
-                spec,
-                nocreate,
-                items,
-            });
+            break items;
         } else if is_word(word, "CAPACITY") {
-            let c = parse_i64(value()?).ok_or(BfError::InsertBadCapacity)?;
-            if !(1..=MAX_CAPACITY as i64).contains(&c) {
-                return Err(BfError::InsertBadCapacity);
-            }
-            spec.capacity = c as u64;
+            capacity = Some(parse_i64(value()?).ok_or(BfError::InsertBadCapacity)?);
             i += 2;
         } else if is_word(word, "ERROR") {
-            let e = parse_f64(value()?).ok_or(BfError::InsertBadErrorRate)?;
-            spec.error = error_rate(e).ok_or(BfError::InsertBadErrorRate)?;
+            error = Some(parse_f64(value()?).ok_or(BfError::InsertBadErrorRate)?);
             i += 2;
         } else if is_word(word, "EXPANSION") {
-            let n = parse_i64(value()?).ok_or(BfError::InsertBadExpansion)?;
-            if !(0..=i64::from(MAX_EXPANSION)).contains(&n) {
-                return Err(BfError::InsertBadExpansion);
-            }
-            spec.expansion = n as u32;
-            spec.nonscaling = n == 0;
+            expansion = Some(parse_i64(value()?).ok_or(BfError::InsertBadExpansion)?);
             i += 2;
         } else if is_word(word, "NOCREATE") {
             nocreate = true;
@@ -217,7 +207,30 @@ pub fn parse_insert<'a>(
         } else {
             return Err(BfError::InsertUnknownArgument);
         }
+    };
+    let mut spec = defaults;
+    if let Some(c) = capacity {
+        if !(1..=MAX_CAPACITY as i64).contains(&c) {
+            return Err(BfError::InsertBadCapacity);
+        }
+        spec.capacity = c as u64;
     }
+    if let Some(e) = error {
+        spec.error = error_rate(e).ok_or(BfError::InsertBadErrorRate)?;
+    }
+    if let Some(n) = expansion {
+        if !(0..=i64::from(MAX_EXPANSION)).contains(&n) {
+            return Err(BfError::InsertBadExpansion);
+        }
+        spec.expansion = n as u32;
+        spec.nonscaling = n == 0;
+    }
+    spec.nonscaling |= nonscaling;
+    Ok(InsertArgs {
+        spec,
+        nocreate,
+        items,
+    })
 }
 
 /// One field of `BF.INFO`.
@@ -276,18 +289,20 @@ impl InfoField {
     ];
 
     /// The field's name in replies.
-    pub fn title(self) -> &'static str {
+    /// The field's name as a C string: RedisBloom sends the names as simple strings
+    /// (`+Capacity`), which the reply API takes NUL-terminated.
+    pub fn title_c(self) -> &'static std::ffi::CStr {
         match self {
-            InfoField::Capacity => "Capacity",
-            InfoField::Size => "Size",
-            InfoField::Filters => "Number of filters",
-            InfoField::Items => "Number of items inserted",
-            InfoField::Expansion => "Expansion rate",
-            InfoField::ErrorRate => "Error rate",
-            InfoField::FillRatio => "Fill ratio",
-            InfoField::EstimatedFpr => "Estimated false positive rate",
-            InfoField::EstimatedDistinct => "Estimated distinct items",
-            InfoField::MaxCapacity => "Max capacity",
+            InfoField::Capacity => c"Capacity",
+            InfoField::Size => c"Size",
+            InfoField::Filters => c"Number of filters",
+            InfoField::Items => c"Number of items inserted",
+            InfoField::Expansion => c"Expansion rate",
+            InfoField::ErrorRate => c"Error rate",
+            InfoField::FillRatio => c"Fill ratio",
+            InfoField::EstimatedFpr => c"Estimated false positive rate",
+            InfoField::EstimatedDistinct => c"Estimated distinct items",
+            InfoField::MaxCapacity => c"Max capacity",
         }
     }
 
@@ -616,6 +631,26 @@ mod tests {
     }
 
     #[test]
+    fn insert_checks_ranges_after_every_option_is_read_as_redisbloom_does() {
+        // An unknown word wins over a value out of range, wherever it stands...
+        for opt in [["CAPACITY", "0"], ["ERROR", "2"], ["EXPANSION", "-1"]] {
+            assert_eq!(
+                insert(&[opt[0], opt[1], "FOO", "ITEMS", "a"]),
+                Err(BfError::InsertUnknownArgument),
+                "{opt:?}"
+            );
+        }
+        // ...but not over a value that is not a number at all.
+        assert_eq!(
+            insert(&["CAPACITY", "x", "FOO", "ITEMS", "a"]),
+            Err(BfError::InsertBadCapacity)
+        );
+        // The last of a repeated option counts.
+        let (spec, _, _) = insert(&["CAPACITY", "0", "CAPACITY", "7", "ITEMS", "a"]).unwrap();
+        assert_eq!(spec.capacity, 7);
+    }
+
+    #[test]
     fn info_fields_parse_case_insensitively() {
         assert_eq!(InfoField::parse(b"items"), Ok(InfoField::Items));
         assert_eq!(InfoField::parse(b"Capacity"), Ok(InfoField::Capacity));
@@ -632,8 +667,12 @@ mod tests {
             InfoField::parse(b"MAXSCALEDCAPACITY"),
             Ok(InfoField::MaxCapacity)
         );
-        let titles =
-            |fields: &[InfoField]| -> Vec<&str> { fields.iter().map(|f| f.title()).collect() };
+        let titles = |fields: &[InfoField]| -> Vec<&str> {
+            fields
+                .iter()
+                .map(|f| f.title_c().to_str().unwrap())
+                .collect()
+        };
         assert_eq!(
             titles(&InfoField::REDISBLOOM),
             [

@@ -312,7 +312,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
         InfoRequest::One(field) => {
             if reply.is_resp3() {
                 reply.map(1);
-                reply.bulk(field.title().as_bytes());
+                reply.simple(field.title_c());
             } else {
                 reply.array(1);
             }
@@ -322,7 +322,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
     };
     reply.map(fields.len());
     for &field in fields {
-        reply.bulk(field.title().as_bytes());
+        reply.simple(field.title_c());
         value(field);
     }
     Ok(())

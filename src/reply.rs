@@ -27,6 +27,11 @@ impl<'a> Reply<'a> {
         raw::reply_with_simple_string(self.ctx.get_raw(), c"OK".as_ptr());
     }
 
+    /// A simple string (`+text`), as RedisBloom sends field names.
+    pub fn simple(&self, text: &std::ffi::CStr) {
+        raw::reply_with_simple_string(self.ctx.get_raw(), text.as_ptr());
+    }
+
     pub fn int(&self, value: i64) {
         raw::reply_with_long_long(self.ctx.get_raw(), value as c_longlong);
     }
