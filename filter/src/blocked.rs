@@ -163,17 +163,43 @@ pub struct BlockedLayer {
     meta: LayerMeta,
     blocks: Vec<Block>,
     set_bits: u64,
+    estimate: FprEstimate,
+}
+
+/// A layer's estimated false-positive rate (`health::layer_fpr`, a sum over a Poisson window:
+/// microseconds) as of a set-bit count. Kept for layers that no longer change, so that BF.INFO
+/// of a long chain reads one number per layer instead of recomputing every layer.
+#[derive(Debug, Clone, Copy)]
+struct FprEstimate {
+    set_bits: u64,
+    fpr: f64,
+}
+
+impl FprEstimate {
+    /// An estimate that matches no count (so is recomputed when asked).
+    const STALE: FprEstimate = FprEstimate {
+        set_bits: u64::MAX,
+        fpr: 0.0,
+    };
+}
+
+/// A cache says nothing about the layer: two layers with the same bits are equal whatever
+/// their caches hold.
+impl PartialEq for FprEstimate {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// Allocates `count` zeroed blocks, reporting failure instead of aborting.
+///
+/// The memory comes from the allocator's `alloc_zeroed` (calloc underneath, or the module
+/// allocator's own, which discards large ranges instead of writing them): its cost does not
+/// grow with `count`, and pages nothing writes to are never made resident. A filter of
+/// gigabytes is a few page faults until items are added, not seconds of zero-filling.
 pub(crate) fn zeroed_blocks(count: u64) -> Result<Vec<Block>, FilterError> {
-    let bytes = count.saturating_mul(BLOCK_BYTES);
-    let n = usize::try_from(count).map_err(|_| FilterError::OutOfMemory { bytes })?;
-    let mut v: Vec<Block> = Vec::new();
-    v.try_reserve_exact(n)
-        .map_err(|_| FilterError::OutOfMemory { bytes })?;
+    let v = crate::zeroed::try_zeroed_vec::<Block>(count)?;
     advise_huge_pages(&v);
-    v.resize(n, Block::default());
     Ok(v)
 }
 
@@ -233,6 +259,7 @@ impl BlockedLayer {
             },
             blocks,
             set_bits: 0,
+            estimate: FprEstimate::STALE,
         })
     }
 
@@ -244,8 +271,10 @@ impl BlockedLayer {
             meta,
             blocks,
             set_bits: 0,
+            estimate: FprEstimate::STALE,
         };
         layer.set_bits = crate::bits::count_ones(layer.as_bytes());
+        layer.refresh_estimate();
         layer
     }
 
@@ -262,6 +291,7 @@ impl BlockedLayer {
             meta: self.meta,
             blocks,
             set_bits: self.set_bits,
+            estimate: self.estimate,
         })
     }
 
@@ -404,6 +434,40 @@ impl BlockedLayer {
         let after = crate::bits::count_ones(data);
         target.copy_from_slice(data);
         self.set_bits = self.set_bits - before + after;
+        self.refresh_estimate();
+    }
+
+    /// Recomputes the kept false-positive estimate for the current bits.
+    pub(crate) fn refresh_estimate(&mut self) {
+        self.estimate = FprEstimate {
+            set_bits: self.set_bits,
+            fpr: crate::health::layer_fpr(&self.summary(), false),
+        };
+    }
+
+    /// The estimated false-positive rate of the layer's bits (`health::layer_fpr`): the kept
+    /// one when no bit changed since it was computed.
+    pub fn estimated_fpr(&self) -> f64 {
+        if self.estimate.set_bits == self.set_bits {
+            self.estimate.fpr
+        } else {
+            crate::health::layer_fpr(&self.summary(), false)
+        }
+    }
+
+    /// The layer's figures.
+    pub fn summary(&self) -> crate::chain::LayerSummary {
+        let g = &self.meta.geometry;
+        crate::chain::LayerSummary {
+            capacity: self.capacity(),
+            error: self.error(),
+            items: self.items(),
+            bytes: g.bytes(),
+            set_bits: self.set_bits,
+            total_bits: self.total_bits(),
+            hashes: g.blocks_per_item * g.hashes_per_block,
+            blocks_per_item: g.blocks_per_item,
+        }
     }
 
     fn as_bytes_mut(&mut self) -> &mut [u8] {

@@ -300,14 +300,10 @@ fn probes(meta: &ClassicMeta, hash: ClassicHash) -> impl Iterator<Item = usize> 
     })
 }
 
-/// Allocates zeroed bytes, reporting failure instead of aborting.
+/// Allocates zeroed bytes, reporting failure instead of aborting; untouched pages stay lazy
+/// (see `zeroed`).
 pub(crate) fn zeroed_bytes(len: u64) -> Result<Vec<u8>, FilterError> {
-    let n = usize::try_from(len).map_err(|_| FilterError::OutOfMemory { bytes: len })?;
-    let mut v = Vec::new();
-    v.try_reserve_exact(n)
-        .map_err(|_| FilterError::OutOfMemory { bytes: len })?;
-    v.resize(n, 0);
-    Ok(v)
+    crate::zeroed::try_zeroed_vec(len)
 }
 
 /// C's `printf("%g", x)`: six significant digits, trailing zeros removed, exponent form when

@@ -62,7 +62,11 @@ pub fn health(filter: &ScalableFilter, max_bytes: u64) -> Health {
     Health {
         error: filter.error(),
         fill_ratio: layers.last().map_or(0.0, fill_ratio),
-        estimated_fpr: chain_fpr(&layers, classic),
+        estimated_fpr: match filter.layers() {
+            // The blocked estimate costs a Poisson sum per layer: use the ones the layers keep.
+            Layers::Blocked(blocked) => combine_fprs(blocked.iter().map(BlockedLayer::estimated_fpr)),
+            Layers::Classic { .. } => chain_fpr(&layers, classic),
+        },
         estimated_distinct: distinct_items(&layers, classic),
         max_capacity: max_capacity(filter, max_bytes),
     }
@@ -97,11 +101,13 @@ pub fn layer_fpr(layer: &LayerSummary, classic: bool) -> f64 {
 
 /// `1 − Π(1 − fpr_i)` over the layers.
 pub fn chain_fpr(layers: &[LayerSummary], classic: bool) -> f64 {
+    combine_fprs(layers.iter().map(|l| layer_fpr(l, classic)))
+}
+
+/// `1 − Π(1 − p_i)`: the rate of a query that probes layers of rates `p_i`.
+fn combine_fprs(rates: impl Iterator<Item = f64>) -> f64 {
     // In logs: `1 − Π(1 − p)` directly would round rates under 1e-16 away.
-    let ln_pass: f64 = layers
-        .iter()
-        .map(|l| (-layer_fpr(l, classic)).ln_1p())
-        .sum();
+    let ln_pass: f64 = rates.map(|p| (-p).ln_1p()).sum();
     (-ln_pass.exp_m1()).clamp(0.0, 1.0)
 }
 
