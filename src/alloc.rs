@@ -144,7 +144,11 @@ unsafe fn zero(ptr: *mut u8, len: usize) {
             // range), so no other allocation shares them; MADV_DONTNEED only replaces their
             // contents with zeros.
             let discarded = unsafe {
-                libc::madvise(first as *mut libc::c_void, last - first, libc::MADV_DONTNEED)
+                libc::madvise(
+                    first as *mut libc::c_void,
+                    last - first,
+                    libc::MADV_DONTNEED,
+                )
             } == 0;
             if discarded {
                 // SAFETY: the two partial ends lie inside the caller's range.
@@ -279,7 +283,15 @@ mod tests {
         // Sizes on both sides of the discard threshold, not multiples of a page; the raw
         // memory is dirtied first so that zeros cannot come from a fresh mapping by chance.
         for align in [1, 8, 16, 64, 4096] {
-            for size in [1, 63, 4096, 5000, DISCARD_BYTES - 1, DISCARD_BYTES + 12_345, 3 << 20] {
+            for size in [
+                1,
+                63,
+                4096,
+                5000,
+                DISCARD_BYTES - 1,
+                DISCARD_BYTES + 12_345,
+                3 << 20,
+            ] {
                 let layout = Layout::from_size_align(size, align).unwrap();
                 // SAFETY: non-zero sizes; each block is freed once with its layout.
                 unsafe {

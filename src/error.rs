@@ -61,7 +61,9 @@ pub enum BfError {
     #[error("ERR problem inserting into filter")]
     InsertProblem,
     /// Growth refused: the filter has `layerbloom_filter::chain::MAX_LAYERS` layers.
-    #[error("ERR problem inserting into filter: the filter has reached its maximum of {limit} layers")]
+    #[error(
+        "ERR problem inserting into filter: the filter has reached its maximum of {limit} layers"
+    )]
     TooManyLayers { limit: usize },
     #[error("Invalid information value")]
     InvalidInfo,

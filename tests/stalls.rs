@@ -36,7 +36,16 @@ fn header_with_layers(header: &[u8], count: usize) -> Vec<u8> {
 fn fill_longest_chain(con: &mut redis::Connection, key: &str) -> Vec<Value> {
     let items: Vec<String> = (0..MAX_LAYERS + 200).map(|i| format!("item:{i}")).collect();
     let v = con.raw(&cmd!(
-        "BF.INSERT", key, "CAPACITY", 1, "ERROR", 0.01, "EXPANSION", 1, "ITEMS", &items
+        "BF.INSERT",
+        key,
+        "CAPACITY",
+        1,
+        "ERROR",
+        0.01,
+        "EXPANSION",
+        1,
+        "ITEMS",
+        &items
     ));
     match v {
         Value::Array(elements) => elements,
@@ -84,7 +93,10 @@ fn growth_past_the_layer_cap_is_refused_with_the_filter_unchanged() {
     let replies = fill_longest_chain(&mut con, "chain");
     // Every item until the cap is answered, then the first one that needs a new layer fails
     // and the rest of the command is not run.
-    let error = replies.last().and_then(error_of).expect("an error ends the reply");
+    let error = replies
+        .last()
+        .and_then(error_of)
+        .expect("an error ends the reply");
     assert_eq!(
         error,
         format!(
@@ -92,7 +104,9 @@ fn growth_past_the_layer_cap_is_refused_with_the_filter_unchanged() {
              {MAX_LAYERS} layers"
         )
     );
-    assert!(replies[..replies.len() - 1].iter().all(|v| error_of(v).is_none()));
+    assert!(replies[..replies.len() - 1]
+        .iter()
+        .all(|v| error_of(v).is_none()));
     assert_eq!(bf_info(&mut con, "chain").filters, MAX_LAYERS as i64);
     let before = digest(&mut con, "chain");
     let card: i64 = con.q(&cmd!("BF.CARD", "chain"));
@@ -132,7 +146,11 @@ fn a_header_with_more_layers_than_the_cap_is_refused_by_loadchunk_and_restore() 
     let pieces = vec![vec![0u8; 64]; MAX_LAYERS + 1];
     let payload = Payload::layerbloom(&rdb_header, &pieces).bytes();
     let v = con.raw(&cmd!("RESTORE", "over", 0, payload.as_slice()));
-    assert_eq!(error_of(&v).as_deref(), Some("ERR Bad data format"), "{v:?}");
+    assert_eq!(
+        error_of(&v).as_deref(),
+        Some("ERR Bad data format"),
+        "{v:?}"
+    );
     assert_eq!(con.q::<i64>(&cmd!("EXISTS", "over")), 0);
     // At the cap, the payload loads.
     let rdb_header = header_with_layers(&header, MAX_LAYERS);
@@ -155,11 +173,15 @@ fn aof_base(dir: &Path) -> PathBuf {
 }
 
 fn wait_for_rewrite(con: &mut redis::Connection) {
-    common::wait_until(std::time::Duration::from_secs(120), "the AOF rewrite", || {
-        let info = con.info_map("persistence");
-        info.get("aof_rewrite_in_progress").map(String::as_str) == Some("0")
-            && info.get("aof_rewrite_scheduled").map(String::as_str) == Some("0")
-    });
+    common::wait_until(
+        std::time::Duration::from_secs(120),
+        "the AOF rewrite",
+        || {
+            let info = con.info_map("persistence");
+            info.get("aof_rewrite_in_progress").map(String::as_str) == Some("0")
+                && info.get("aof_rewrite_scheduled").map(String::as_str) == Some("0")
+        },
+    );
     let info = con.info_map("persistence");
     assert_eq!(
         info.get("aof_last_bgrewrite_status").map(String::as_str),

@@ -263,6 +263,19 @@ impl BlockedLayer {
         })
     }
 
+    /// A layer of persisted metadata whose bits are all zero (a `BF.LOADCHUNK` header's, to be
+    /// filled by chunks): nothing to count, so its untouched pages are never read.
+    pub(crate) fn zeroed_with_meta(meta: LayerMeta) -> Result<Self, FilterError> {
+        let mut layer = BlockedLayer {
+            meta,
+            blocks: zeroed_blocks(meta.geometry.blocks)?,
+            set_bits: 0,
+            estimate: FprEstimate::STALE,
+        };
+        layer.refresh_estimate();
+        Ok(layer)
+    }
+
     /// A layer from persisted parts. The caller has checked that `blocks` matches the
     /// geometry; the set-bit count is recomputed rather than trusted.
     pub(crate) fn from_parts(meta: LayerMeta, blocks: Vec<Block>) -> Self {

@@ -189,6 +189,15 @@ impl ClassicLayer {
     }
 
     /// A layer from persisted parts; `meta.check(bytes.len())` must have passed.
+    /// A layer of persisted metadata whose bits are all zero: nothing to count.
+    pub(crate) fn zeroed_with_meta(meta: ClassicMeta) -> Result<Self, FilterError> {
+        Ok(ClassicLayer {
+            meta,
+            bytes: zeroed_bytes(meta.bytes())?,
+            set_bits: 0,
+        })
+    }
+
     pub fn from_parts(meta: ClassicMeta, bytes: Vec<u8>) -> Self {
         debug_assert!(meta.check(bytes.len() as u64).is_ok());
         let set_bits = crate::bits::count_ones(&bytes);

@@ -39,7 +39,7 @@
 //! Every decoder treats its input as hostile: lengths, counts and offsets are checked against
 //! the bytes actually present before anything is allocated or indexed.
 
-use crate::blocked::{zeroed_blocks, Block, BlockedLayer, LayerMeta};
+use crate::blocked::{Block, BlockedLayer, LayerMeta};
 use crate::chain::{try_vec, Layers, ScalableFilter, MAX_LAYERS};
 use crate::classic::{zeroed_bytes, ClassicLayer, ClassicMeta, KNOWN_OPTIONS};
 use crate::error::FilterError;
@@ -451,17 +451,14 @@ pub fn filter_from_header(header: &Header, max_bytes: u64) -> Result<ScalableFil
         Header::Blocked(h) => {
             let mut layers = try_vec(h.layers.len())?;
             for meta in &h.layers {
-                layers.push(BlockedLayer::from_parts(
-                    *meta,
-                    zeroed_blocks(meta.geometry.blocks)?,
-                ));
+                layers.push(BlockedLayer::zeroed_with_meta(*meta)?);
             }
             ScalableFilter::from_blocked(layers, h.items, h.error, h.expansion)
         }
         Header::Classic(h) => {
             let mut layers = try_vec(h.layers.len())?;
             for meta in &h.layers {
-                layers.push(ClassicLayer::from_parts(*meta, zeroed_bytes(meta.bytes())?));
+                layers.push(ClassicLayer::zeroed_with_meta(*meta)?);
             }
             ScalableFilter::from_classic(layers, h.items, h.options, h.growth)
         }
@@ -931,8 +928,7 @@ mod tests {
                 Layout::Classic => (8, RB_LAYER_BYTES),
             };
             let mut longer = header.clone();
-            longer[count_at..count_at + 4]
-                .copy_from_slice(&(MAX_LAYERS as u32 + 1).to_le_bytes());
+            longer[count_at..count_at + 4].copy_from_slice(&(MAX_LAYERS as u32 + 1).to_le_bytes());
             let last = header[header.len() - record..].to_vec();
             longer.extend_from_slice(&last);
             assert_eq!(

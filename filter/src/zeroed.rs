@@ -77,12 +77,21 @@ mod tests {
     fn a_huge_zeroed_array_costs_no_resident_memory() {
         let rss = || -> u64 {
             let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-            statm.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 4096
+            statm
+                .split_whitespace()
+                .nth(1)
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+                * 4096
         };
         let before = rss();
         let len = 1u64 << 30; // 1 GiB
         let mut v = try_zeroed_vec::<u8>(len).unwrap();
-        assert!(rss() - before < 64 << 20, "a zeroed 1 GiB array became resident");
+        assert!(
+            rss() - before < 64 << 20,
+            "a zeroed 1 GiB array became resident"
+        );
         v[12345] = 1;
         assert_eq!(v[12345], 1);
         assert_eq!(v[len as usize - 1], 0);
