@@ -80,6 +80,13 @@ fn reserving_a_large_filter_makes_none_of_it_resident_until_bits_are_set() {
     assert_eq!(replies, vec![1; 100]);
     let found: Vec<i64> = con.q(&cmd!("BF.MEXISTS", "big", &added));
     assert_eq!(found, vec![1; 100]);
+    // Pages become resident as bits are set in them, 4 KiB at a time: 100 items touch a few
+    // hundred pages, not (as huge pages faulted in on first touch did) hundreds of MB.
+    let rss = info_i64(&mut con, "memory", "used_memory_rss") - rss_before;
+    assert!(
+        rss < size / 20,
+        "used_memory_rss grew by {rss} bytes after 100 items in a filter of {size} bytes"
+    );
     let absent: Vec<String> = (0..100).map(|i| format!("out:{i}")).collect();
     let found: Vec<i64> = con.q(&cmd!("BF.MEXISTS", "big", &absent));
     assert!(found.iter().sum::<i64>() <= 1, "{found:?}");

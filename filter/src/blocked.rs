@@ -197,17 +197,35 @@ impl PartialEq for FprEstimate {
 /// allocator's own, which discards large ranges instead of writing them): its cost does not
 /// grow with `count`, and pages nothing writes to are never made resident. A filter of
 /// gigabytes is a few page faults until items are added, not seconds of zero-filling.
+///
+/// No huge-page hint here: with it every first touch of a 2 MiB range faults in the whole
+/// range (measured: 100 items added to a new 1.9 GB filter made 356 MB resident, 1000 items
+/// 1.4 GB; without it a few hundred KB). The hint is given once the layer is dense anyway
+/// (`DENSE_TOUCHES`).
 pub(crate) fn zeroed_blocks(count: u64) -> Result<Vec<Block>, FilterError> {
-    let v = crate::zeroed::try_zeroed_vec::<Block>(count)?;
-    advise_huge_pages(&v);
-    Ok(v)
+    crate::zeroed::try_zeroed_vec::<Block>(count)
+}
+
+/// A layer whose items have touched this many blocks per 4 KiB page (on average) has nearly
+/// every page resident (all but `e^-4`, 2%): from then on huge pages cost no memory, only
+/// speed lookups up, so the hint is given when the layer's item count gets there.
+const DENSE_TOUCHES: u64 = 4;
+
+/// The item count at which a layer of this geometry is dense (`u64::MAX`: never advised, too
+/// small for a huge page).
+fn dense_mark(g: &Geometry) -> u64 {
+    if g.bytes() < HUGE_PAGE as u64 {
+        return u64::MAX;
+    }
+    (g.bytes() / 4096 * DENSE_TOUCHES).div_ceil(u64::from(g.blocks_per_item.max(1)))
 }
 
 /// Arrays at least this large are backed by huge pages where the kernel allows it.
 const HUGE_PAGE: usize = 2 << 20;
 
 /// Asks the kernel to back a large block array's reserved capacity with transparent huge
-/// pages, before the pages are first touched. A lookup in a large filter costs one cache miss
+/// pages (pages touched later fault in 2 MiB at a time; resident ones are collapsed in the
+/// background). A lookup in a large filter costs one cache miss
 /// and one TLB miss; with 4 KiB pages the TLB miss (a page walk) costs as much as the cache
 /// miss, with 2 MiB pages a few hundred of them cover a whole filter. Only a hint: failure
 /// (no THP, other kernels) changes nothing but speed.
@@ -272,6 +290,9 @@ impl BlockedLayer {
             set_bits: 0,
             estimate: FprEstimate::STALE,
         };
+        // The chunks that follow write every page: huge pages cost no memory here. A header
+        // without chunks still makes nothing resident (the hint allocates nothing).
+        advise_huge_pages(&layer.blocks);
         layer.refresh_estimate();
         Ok(layer)
     }
@@ -422,6 +443,9 @@ impl BlockedLayer {
         self.set_bits += u64::from(flipped);
         // Saturating: counts loaded from other writers can sit at the top of the range.
         self.meta.items = self.meta.items.saturating_add(1);
+        if self.meta.items == dense_mark(&self.meta.geometry) {
+            advise_huge_pages(&self.blocks);
+        }
         flipped
     }
 
