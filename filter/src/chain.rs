@@ -22,10 +22,10 @@ pub const TIGHTENING: f64 = 0.5;
 /// The most layers a filter may have: growth past it is refused, and persisted values or
 /// `BF.LOADCHUNK` headers with more are refused as bad data. A lookup probes every layer (a
 /// cache miss each in a large filter), and BF.INFO, SCANDUMP and the AOF rewrite walk them;
-/// at this bound a lookup of an absent item in the longest chain of small layers costs about
-/// 14 µs (14 ns a layer, measured by `make bench-hostile`), while a realistic chain never comes near it: with
-/// expansion 2 the capacity overflows 64 bits after 64 layers, and an EXPANSION 1 filter of
-/// capacity 1000 holds a million items.
+/// at this bound a lookup of an absent item in the longest chain of small layers costs 5 to
+/// 14 µs (5 to 14 ns a layer, measured by `make bench-hostile`), while a realistic chain
+/// never comes near it: with expansion 2 the capacity overflows 64 bits after 64 layers, and
+/// an EXPANSION 1 filter of capacity 1000 holds a million items.
 pub const MAX_LAYERS: usize = 1024;
 
 /// The kind of layers a new filter is made of.
