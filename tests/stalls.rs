@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use common::{bf_info, digest, error_of, info_i64, scandump, Exec, Payload, Server, Stop};
 use redis::Value;
 
-/// The most layers a filter may have (README, "Limits").
+/// The most layers a filter may have (README, "Sizing").
 const MAX_LAYERS: usize = 1024;
 
 /// Offsets in layerbloom's header (format version 1): the layer count, then one 40-byte

@@ -164,6 +164,8 @@ pub struct BlockedLayer {
     blocks: Vec<Block>,
     set_bits: u64,
     estimate: FprEstimate,
+    /// `dense_mark` of the geometry, kept so that an insert compares instead of dividing.
+    dense_at: u64,
 }
 
 /// A layer's estimated false-positive rate (`health::layer_fpr`, a sum over a Poisson window:
@@ -278,6 +280,7 @@ impl BlockedLayer {
             blocks,
             set_bits: 0,
             estimate: FprEstimate::STALE,
+            dense_at: dense_mark(&geometry),
         })
     }
 
@@ -289,6 +292,7 @@ impl BlockedLayer {
             blocks: zeroed_blocks(meta.geometry.blocks)?,
             set_bits: 0,
             estimate: FprEstimate::STALE,
+            dense_at: dense_mark(&meta.geometry),
         };
         // The chunks that follow write every page: huge pages cost no memory here. A header
         // without chunks still makes nothing resident (the hint allocates nothing).
@@ -306,6 +310,7 @@ impl BlockedLayer {
             blocks,
             set_bits: 0,
             estimate: FprEstimate::STALE,
+            dense_at: dense_mark(&meta.geometry),
         };
         layer.set_bits = crate::bits::count_ones(layer.as_bytes());
         layer.refresh_estimate();
@@ -326,6 +331,7 @@ impl BlockedLayer {
             blocks,
             set_bits: self.set_bits,
             estimate: self.estimate,
+            dense_at: self.dense_at,
         })
     }
 
@@ -443,7 +449,7 @@ impl BlockedLayer {
         self.set_bits += u64::from(flipped);
         // Saturating: counts loaded from other writers can sit at the top of the range.
         self.meta.items = self.meta.items.saturating_add(1);
-        if self.meta.items == dense_mark(&self.meta.geometry) {
+        if self.meta.items == self.dense_at {
             advise_huge_pages(&self.blocks);
         }
         flipped
