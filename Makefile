@@ -2,7 +2,7 @@
 MODULE := target/release/liblayerbloom.so
 CARGO  ?= cargo
 
-.PHONY: all build run test unit-test integration-test servers lint fmt clean bench bench-core bench-criterion bench-instructions
+.PHONY: all build run test unit-test integration-test servers lint fmt clean bench bench-core bench-criterion bench-instructions bench-hostile
 
 all: build
 
@@ -60,6 +60,11 @@ bench-core:
 ## (repeatable on a noisy machine; needs valgrind): BF commands beside PING, EXISTS, GETBIT
 bench-instructions: build
 	scripts/instructions.sh $(MODULE)
+
+## bench-hostile: the slowest single command (server-side, SLOWLOG) of each hostile attack
+## against a fresh server (docs/BENCHMARKS.md); a measurement, never pass/fail. Needs ~4 GB.
+bench-hostile: build
+	scripts/bench-hostile.py $(MODULE) $${LAYERBLOOM_SERVER:-redis-server}
 
 ## bench-criterion: criterion statistics for the core (small, cache-sized, large; chains)
 bench-criterion:

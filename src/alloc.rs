@@ -94,6 +94,16 @@ unsafe impl<A: RawAlloc> GlobalAlloc for ModuleAlloc<A> {
         }
     }
 
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's layout has a non-zero size, as `alloc` requires.
+        let ptr = unsafe { self.alloc(layout) };
+        if !ptr.is_null() {
+            // SAFETY: `ptr` is a fresh allocation of `layout.size()` bytes.
+            unsafe { zero(ptr, layout.size()) };
+        }
+        ptr
+    }
+
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: `ptr` was returned by `alloc` with this layout; an over-aligned allocation
         // stored its raw pointer in the 8 bytes before it.
@@ -105,6 +115,64 @@ unsafe impl<A: RawAlloc> GlobalAlloc for ModuleAlloc<A> {
             }
         }
     }
+}
+
+/// Zeroing at least this much discards the whole pages instead of writing them.
+const DISCARD_BYTES: usize = 1 << 20;
+
+/// Zeroes `len` bytes at `ptr` without making untouched pages resident.
+///
+/// Redis's allocator has no calloc before Redis 7.4 (`RedisModule_TryCalloc`), and writing
+/// zeros over a filter of gigabytes took seconds of the server's thread and made all of it
+/// resident at once. Large ranges are therefore zeroed by the kernel instead: after
+/// `MADV_DONTNEED`, private anonymous memory (every allocator's heap and large mappings)
+/// reads back as zero-filled pages faulted in on first touch, and pages never touched cost
+/// nothing at all. Only the partial pages at the ends are written. Elsewhere, or if the kernel
+/// refuses, the bytes are written.
+///
+/// # Safety
+/// `ptr..ptr + len` is memory this allocator handed out and nobody else uses.
+unsafe fn zero(ptr: *mut u8, len: usize) {
+    #[cfg(target_os = "linux")]
+    if len >= DISCARD_BYTES {
+        let page = page_size();
+        let start = ptr as usize;
+        let first = start.next_multiple_of(page);
+        let last = (start + len) / page * page;
+        if last > first {
+            // SAFETY: `first..last` holds whole pages inside the allocation (the caller's
+            // range), so no other allocation shares them; MADV_DONTNEED only replaces their
+            // contents with zeros.
+            let discarded = unsafe {
+                libc::madvise(
+                    first as *mut libc::c_void,
+                    last - first,
+                    libc::MADV_DONTNEED,
+                )
+            } == 0;
+            if discarded {
+                // SAFETY: the two partial ends lie inside the caller's range.
+                unsafe {
+                    std::ptr::write_bytes(ptr, 0, first - start);
+                    std::ptr::write_bytes(last as *mut u8, 0, start + len - last);
+                }
+                return;
+            }
+        }
+    }
+    // SAFETY: the caller's range.
+    unsafe { std::ptr::write_bytes(ptr, 0, len) };
+}
+
+/// The kernel's page size.
+#[cfg(target_os = "linux")]
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(size)
+        .ok()
+        .filter(|s| s.is_power_of_two())
+        .unwrap_or(4096)
 }
 
 /// The bytes the allocator really reserved for an allocation made through `ModuleAlloc` with
@@ -206,6 +274,60 @@ mod tests {
             }
         }
         assert!(raw.live.borrow().is_empty());
+    }
+
+    #[test]
+    fn zeroed_allocations_read_as_zero_at_every_alignment_and_size() {
+        let raw = EightAligned::default();
+        let alloc = ModuleAlloc(&raw);
+        // Sizes on both sides of the discard threshold, not multiples of a page; the raw
+        // memory is dirtied first so that zeros cannot come from a fresh mapping by chance.
+        for align in [1, 8, 16, 64, 4096] {
+            for size in [
+                1,
+                63,
+                4096,
+                5000,
+                DISCARD_BYTES - 1,
+                DISCARD_BYTES + 12_345,
+                3 << 20,
+            ] {
+                let layout = Layout::from_size_align(size, align).unwrap();
+                // SAFETY: non-zero sizes; each block is freed once with its layout.
+                unsafe {
+                    let dirty = alloc.alloc(layout);
+                    std::ptr::write_bytes(dirty, 0x5A, size);
+                    alloc.dealloc(dirty, layout);
+                    let p = alloc.alloc_zeroed(layout);
+                    assert!(!p.is_null());
+                    assert_eq!(p as usize % align, 0, "size {size} align {align}");
+                    let bytes = std::slice::from_raw_parts(p, size);
+                    assert!(
+                        bytes.iter().all(|&b| b == 0),
+                        "size {size} align {align}: a non-zero byte"
+                    );
+                    // Writable after the discard, and the write sticks.
+                    *p.add(size / 2) = 7;
+                    assert_eq!(*p.add(size / 2), 7);
+                    alloc.dealloc(p, layout);
+                }
+            }
+        }
+        assert!(raw.live.borrow().is_empty(), "every block was freed");
+    }
+
+    #[test]
+    fn zeroing_a_dirty_range_discards_its_interior_pages_and_writes_its_ends() {
+        // Memory the test owns outright: dirty it, zero an unaligned range inside it, and the
+        // bytes just outside the range must be untouched.
+        let len = 4 << 20;
+        let mut buf = vec![0xC3u8; len];
+        let (from, to) = (1234, len - 4321);
+        // SAFETY: the range lies inside `buf`, which nothing else uses.
+        unsafe { zero(buf.as_mut_ptr().add(from), to - from) };
+        assert!(buf[..from].iter().all(|&b| b == 0xC3));
+        assert!(buf[from..to].iter().all(|&b| b == 0));
+        assert!(buf[to..].iter().all(|&b| b == 0xC3));
     }
 
     #[test]

@@ -61,6 +61,11 @@ pub enum BfError {
     CouldNotCreate,
     #[error("ERR problem inserting into filter")]
     InsertProblem,
+    /// Growth refused: the filter has `layerbloom_filter::chain::MAX_LAYERS` layers.
+    #[error(
+        "ERR problem inserting into filter: the filter has reached its maximum of {limit} layers"
+    )]
+    TooManyLayers { limit: usize },
     #[error("Invalid information value")]
     InvalidInfo,
     #[error("Second argument must be numeric")]
@@ -86,6 +91,7 @@ impl BfError {
         match e {
             FilterError::OverLimit { needed, limit } => BfError::CreateOverLimit { needed, limit },
             FilterError::Full => BfError::Full,
+            FilterError::TooManyLayers { limit } => BfError::TooManyLayers { limit },
             FilterError::OutOfMemory { .. } | FilterError::Sizing(_) => BfError::CouldNotCreate,
         }
     }
@@ -95,6 +101,7 @@ impl BfError {
         match e {
             FilterError::Full => BfError::Full,
             FilterError::OverLimit { needed, limit } => BfError::GrowOverLimit { needed, limit },
+            FilterError::TooManyLayers { limit } => BfError::TooManyLayers { limit },
             FilterError::OutOfMemory { .. } | FilterError::Sizing(_) => BfError::InsertProblem,
         }
     }
@@ -171,6 +178,11 @@ mod tests {
             ),
             (BfError::CouldNotCreate, "ERR could not create filter"),
             (BfError::InsertProblem, "ERR problem inserting into filter"),
+            (
+                BfError::TooManyLayers { limit: 1024 },
+                "ERR problem inserting into filter: the filter has reached its maximum of 1024 \
+                 layers",
+            ),
             (BfError::InvalidInfo, "Invalid information value"),
             (
                 BfError::ScanDumpNotNumeric,

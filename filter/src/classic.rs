@@ -195,6 +195,15 @@ impl ClassicLayer {
     }
 
     /// A layer from persisted parts; `meta.check(bytes.len())` must have passed.
+    /// A layer of persisted metadata whose bits are all zero: nothing to count.
+    pub(crate) fn zeroed_with_meta(meta: ClassicMeta) -> Result<Self, FilterError> {
+        Ok(ClassicLayer {
+            meta,
+            bytes: zeroed_bytes(meta.bytes())?,
+            set_bits: 0,
+        })
+    }
+
     pub fn from_parts(meta: ClassicMeta, bytes: Vec<u8>) -> Self {
         debug_assert!(meta.check(bytes.len() as u64).is_ok());
         let set_bits = crate::bits::count_ones(&bytes);
@@ -306,14 +315,10 @@ fn probes(meta: &ClassicMeta, hash: ClassicHash) -> impl Iterator<Item = usize> 
     })
 }
 
-/// Allocates zeroed bytes, reporting failure instead of aborting.
+/// Allocates zeroed bytes, reporting failure instead of aborting; untouched pages stay lazy
+/// (see `zeroed`).
 pub(crate) fn zeroed_bytes(len: u64) -> Result<Vec<u8>, FilterError> {
-    let n = usize::try_from(len).map_err(|_| FilterError::OutOfMemory { bytes: len })?;
-    let mut v = Vec::new();
-    v.try_reserve_exact(n)
-        .map_err(|_| FilterError::OutOfMemory { bytes: len })?;
-    v.resize(n, 0);
-    Ok(v)
+    crate::zeroed::try_zeroed_vec(len)
 }
 
 /// C's `printf("%g", x)`: six significant digits, trailing zeros removed, exponent form when

@@ -39,8 +39,8 @@
 //! Every decoder treats its input as hostile: lengths, counts and offsets are checked against
 //! the bytes actually present before anything is allocated or indexed.
 
-use crate::blocked::{zeroed_blocks, Block, BlockedLayer, LayerMeta};
-use crate::chain::{try_vec, Layers, ScalableFilter};
+use crate::blocked::{Block, BlockedLayer, LayerMeta};
+use crate::chain::{try_vec, Layers, ScalableFilter, MAX_LAYERS};
 use crate::classic::{zeroed_bytes, ClassicLayer, ClassicMeta, KNOWN_OPTIONS};
 use crate::error::FilterError;
 use crate::sizing::{Geometry, BLOCK_BYTES};
@@ -286,6 +286,9 @@ pub fn decode_blocked_header(
     if expansion == 0 && count != 1 {
         return Err(CodecError::BadData("a non-scaling filter has one layer"));
     }
+    if count > MAX_LAYERS {
+        return Err(CodecError::BadData("more layers than a filter may have"));
+    }
     // The length must match exactly before anything sized by `count` is allocated.
     if r.bytes.len() != count.saturating_mul(LAYER_BYTES) {
         return Err(CodecError::BadData(
@@ -428,6 +431,9 @@ pub fn decode_classic_header(
     let count = r.u32()? as usize;
     let options = r.u32()?;
     let growth = r.u32()?;
+    if count > MAX_LAYERS {
+        return Err(CodecError::BadData("more layers than a filter may have"));
+    }
     if r.bytes.len() != count.saturating_mul(RB_LAYER_BYTES) {
         return Err(CodecError::BadData(
             "header length does not match its layer count",
@@ -477,34 +483,18 @@ pub fn filter_from_header(header: &Header, max_bytes: u64) -> Result<ScalableFil
         Header::Blocked(h) => {
             let mut layers = try_vec(h.layers.len())?;
             for meta in &h.layers {
-                layers.push(BlockedLayer::from_parts(
-                    *meta,
-                    zeroed_blocks(meta.geometry.blocks)?,
-                ));
+                layers.push(BlockedLayer::zeroed_with_meta(*meta)?);
             }
             ScalableFilter::from_blocked(layers, h.items, h.error, h.expansion)
         }
         Header::Classic(h) => {
             let mut layers = try_vec(h.layers.len())?;
             for meta in &h.layers {
-                layers.push(ClassicLayer::from_parts(*meta, zeroed_bytes(meta.bytes())?));
+                layers.push(ClassicLayer::zeroed_with_meta(*meta)?);
             }
             ScalableFilter::from_classic(layers, h.items, h.options, h.growth)
         }
     })
-}
-
-/// Where a byte offset into the concatenated bit arrays falls: `(layer, offset in layer)`.
-fn locate(lengths: &[usize], offset: u64) -> Option<(usize, u64)> {
-    let mut start = 0u64;
-    for (i, &len) in lengths.iter().enumerate() {
-        let len = len as u64;
-        if offset < start + len {
-            return Some((i, offset - start));
-        }
-        start += len;
-    }
-    None
 }
 
 /// The `BF.SCANDUMP` chunk after iterator `it` (>= 1): `(next iterator, bytes)`, or
@@ -513,12 +503,10 @@ pub fn dump_chunk(filter: &ScalableFilter, it: i64) -> (i64, &[u8]) {
     let Some(offset) = u64::try_from(it).ok().and_then(|it| it.checked_sub(1)) else {
         return (0, &[]);
     };
-    let arrays = filter.layer_bytes();
-    let lengths: Vec<usize> = arrays.iter().map(|a| a.len()).collect();
-    let Some((index, within)) = locate(&lengths, offset) else {
+    let Some((index, within, _)) = filter.locate(offset) else {
         return (0, &[]);
     };
-    let bytes = arrays[index];
+    let bytes = filter.layer_bytes_at(index);
     let within = within as usize;
     let len = (bytes.len() - within).min(MAX_CHUNK_BYTES);
     let next = 1 + offset + len as u64;
@@ -536,9 +524,8 @@ pub fn load_chunk(filter: &mut ScalableFilter, it: i64, data: &[u8]) -> Result<(
         .filter(|&it| it > 0 && it >= len)
         .ok_or(CodecError::BadData("iterator before the chunk's end"))?;
     let offset = (end - 1).checked_sub(len).ok_or(CodecError::NoLink)?;
-    let lengths: Vec<usize> = filter.layer_bytes().iter().map(|a| a.len()).collect();
-    let (index, within) = locate(&lengths, offset).ok_or(CodecError::NoLink)?;
-    if within + data.len() as u64 > lengths[index] as u64 {
+    let (index, within, layer_len) = filter.locate(offset).ok_or(CodecError::NoLink)?;
+    if within + len > layer_len {
         return Err(CodecError::TooBig);
     }
     filter.write_layer_bytes(index, within as usize, data);
@@ -772,6 +759,9 @@ pub fn decode_redisbloom_value<S: RdbSource>(
     if count == 0 {
         return Err(CodecError::BadData("a filter has at least one layer"));
     }
+    if count > MAX_LAYERS as u64 {
+        return Err(CodecError::BadData("more layers than a filter may have"));
+    }
     // The count is not trusted for an allocation: layers are pushed as they are read, and
     // each needs a non-empty bit array from the data.
     let mut layers: Vec<ClassicLayer> = Vec::new();
@@ -960,6 +950,33 @@ mod tests {
         // An empty chunk at a valid offset is accepted and changes nothing.
         assert_eq!(load_chunk(&mut f, 5, &[]), Ok(()));
         assert_eq!(f, before);
+    }
+
+    #[test]
+    fn headers_with_more_layers_than_the_cap_are_refused() {
+        use crate::chain::tests::longest_chain;
+        use crate::Layout;
+        for layout in [Layout::Blocked, Layout::Classic] {
+            let f = longest_chain(layout);
+            let header = encode_header(&f);
+            // The longest legal chain round-trips through its header and its RDB value.
+            let decoded = decode_header(&header).unwrap();
+            assert_eq!(decoded.layer_lengths().len(), MAX_LAYERS);
+            // One layer more: the count field and one more copy of the last layer's record.
+            let (count_at, record) = match layout {
+                Layout::Blocked => (32, LAYER_BYTES),
+                Layout::Classic => (8, RB_LAYER_BYTES),
+            };
+            let mut longer = header.clone();
+            longer[count_at..count_at + 4].copy_from_slice(&(MAX_LAYERS as u32 + 1).to_le_bytes());
+            let last = header[header.len() - record..].to_vec();
+            longer.extend_from_slice(&last);
+            assert_eq!(
+                decode_header(&longer).unwrap_err(),
+                CodecError::BadData("more layers than a filter may have"),
+                "{layout:?}"
+            );
+        }
     }
 
     #[test]

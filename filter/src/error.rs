@@ -14,6 +14,9 @@ pub enum FilterError {
     /// The allocator refused the memory.
     #[error("could not allocate {bytes} bytes")]
     OutOfMemory { bytes: u64 },
+    /// A scaling filter already has the most layers a filter may have (`chain::MAX_LAYERS`).
+    #[error("the filter has reached its maximum of {limit} layers")]
+    TooManyLayers { limit: usize },
     /// Parameters that no layer can be built for.
     #[error(transparent)]
     Sizing(#[from] SizingError),

@@ -62,7 +62,13 @@ pub fn health(filter: &ScalableFilter, max_bytes: u64) -> Health {
     Health {
         error: filter.error(),
         fill_ratio: layers.last().map_or(0.0, fill_ratio),
-        estimated_fpr: chain_fpr(&layers, classic),
+        estimated_fpr: match filter.layers() {
+            // The blocked estimate costs a Poisson sum per layer: use the ones the layers keep.
+            Layers::Blocked(blocked) => {
+                combine_fprs(blocked.iter().map(BlockedLayer::estimated_fpr))
+            }
+            Layers::Classic { .. } => chain_fpr(&layers, classic),
+        },
         estimated_distinct: distinct_items(&layers, classic),
         max_capacity: max_capacity(filter, max_bytes),
     }
@@ -97,11 +103,13 @@ pub fn layer_fpr(layer: &LayerSummary, classic: bool) -> f64 {
 
 /// `1 − Π(1 − fpr_i)` over the layers.
 pub fn chain_fpr(layers: &[LayerSummary], classic: bool) -> f64 {
+    combine_fprs(layers.iter().map(|l| layer_fpr(l, classic)))
+}
+
+/// `1 − Π(1 − p_i)`: the rate of a query that probes layers of rates `p_i`.
+fn combine_fprs(rates: impl Iterator<Item = f64>) -> f64 {
     // In logs: `1 − Π(1 − p)` directly would round rates under 1e-16 away.
-    let ln_pass: f64 = layers
-        .iter()
-        .map(|l| (-layer_fpr(l, classic)).ln_1p())
-        .sum();
+    let ln_pass: f64 = rates.map(|p| (-p).ln_1p()).sum();
     (-ln_pass.exp_m1()).clamp(0.0, 1.0)
 }
 
@@ -278,9 +286,9 @@ pub fn crossings(before: LoadMark, filter: &ScalableFilter, percent: u32) -> Vec
 /// `max_bytes`: its capacity plus that of every layer it can still add. Follows the chain's
 /// growth rule exactly (`ScalableFilter::add` refuses the growth this stops at).
 ///
-/// A blocked layer's geometry comes from `sizing::plan_layer`, which computes (and caches) the
-/// shape of each error rate it meets: the first call for a chain of a given error rate costs a
-/// few milliseconds per future layer, later calls (and the growth itself) hit the cache.
+/// A blocked layer's geometry comes from `sizing::plan_layer`, a table lookup: at most about
+/// 64 steps (the capacity overflows, or with expansion 1 the rate reaches the sizing floor and
+/// the rest is counted at once), each constant time, whatever rate the filter was made with.
 pub fn max_capacity(filter: &ScalableFilter, max_bytes: u64) -> u64 {
     let mut capacity = filter.capacity();
     let expansion = u64::from(filter.expansion_raw());

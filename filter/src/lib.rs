@@ -12,6 +12,7 @@ pub mod error;
 pub mod hash;
 pub mod health;
 pub mod sizing;
+mod zeroed;
 
 pub use blocked::{BlockedLayer, LayerMeta};
 pub use chain::{FilterSpec, Layers, Layout, ScalableFilter};

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Replays hostile commands against a fresh server and prints, per attack, the slowest single
+command the server saw (SLOWLOG, every command logged). A measurement, never a pass/fail.
+
+usage: scripts/bench-hostile.py [module.so] [redis-server]
+"""
+import os, socket, subprocess, sys, tempfile, time
+
+MODULE = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/release/liblayerbloom.so")
+SERVER = sys.argv[2] if len(sys.argv) > 2 else "redis-server"
+PORT = 6391
+
+
+def enc(*args):
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+class Conn:
+    def __init__(self):
+        self.s = socket.create_connection(("127.0.0.1", PORT))
+        self.f = self.s.makefile("rb")
+
+    def send(self, *args):
+        self.s.sendall(enc(*args))
+
+    def read(self):
+        line = self.f.readline()
+        t, rest = line[:1], line[1:-2]
+        if t in (b"+", b"-", b":"):
+            return rest.decode() if t != b":" else int(rest)
+        if t == b"$":
+            n = int(rest)
+            return None if n < 0 else self.f.read(n + 2)[:-2]
+        if t == b"*":
+            return [self.read() for _ in range(int(rest))]
+        raise RuntimeError(line)
+
+    def q(self, *args):
+        self.send(*args)
+        return self.read()
+
+    def pipeline(self, cmds, window=1000):
+        for i in range(0, len(cmds), window):
+            part = cmds[i:i + window]
+            self.s.sendall(b"".join(enc(*c) for c in part))
+            for _ in part:
+                self.read()
+
+
+def start():
+    d = tempfile.mkdtemp(prefix="bench-hostile-")
+    p = subprocess.Popen([SERVER, "--port", str(PORT), "--dir", d, "--save", "", "--appendonly", "no",
+                          "--loadmodule", MODULE, "--slowlog-log-slower-than", "0",
+                          "--slowlog-max-len", "300000"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        try:
+            c = Conn()
+            c.q("PING")
+            return p, c
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("server did not start")
+
+
+def slowest(c):
+    entries = c.q("SLOWLOG", "GET", "-1")
+    best = max(entries, key=lambda e: e[2])
+    return best[2], b" ".join(a if len(a) < 30 else a[:20] + b"..." for a in best[3][:4]).decode(errors="replace")
+
+
+def header_of(c, key):
+    return c.q("BF.SCANDUMP", key, 0)[1]
+
+
+def with_layers(h, count, blocks=None):
+    """A layerbloom header with `count` copies of its first layer (blocks overridden)."""
+    layer = bytearray(h[36:76])
+    if blocks is not None:
+        layer[24:32] = blocks.to_bytes(8, "little")
+    out = bytearray(h[:36])
+    out[32:36] = count.to_bytes(4, "little")
+    return bytes(out) + bytes(layer) * count
+
+
+def attack_reserve_3g(c):
+    c.q("CONFIG", "SET", "bf.bf-max-filter-memory", "4gb")
+    return c.q("BF.RESERVE", "k", 0.00001, 1000000000)
+
+
+def attack_reserve_300m(c):
+    return c.q("BF.RESERVE", "k", 0.01, 300000000)
+
+
+def attack_madd_growth(c):
+    c.q("CONFIG", "SET", "bf.bf-max-filter-memory", "4gb")
+    c.q("BF.RESERVE", "k", 0.01, 40000, "EXPANSION", 32768)
+    return c.q("BF.MADD", "k", *[f"i{i}" for i in range(40001)])[-1]
+
+
+def attack_loadchunk_3g_header(c):
+    c.q("CONFIG", "SET", "bf.bf-max-filter-memory", "4gb")
+    c.q("BF.RESERVE", "src", 0.01, 1000, "NONSCALING")
+    return c.q("BF.LOADCHUNK", "k", 1, with_layers(header_of(c, "src"), 1, blocks=50 << 20))
+
+
+def attack_insert_50k_layers(c):
+    r = c.q("BF.INSERT", "k", "CAPACITY", 1, "EXPANSION", 1, "ITEMS", *[f"i{i}" for i in range(20000)])
+    c.q("BF.MEXISTS", "k", *[f"x{i}" for i in range(20000)])
+    c.q("BF.INFO", "k", "FPR")
+    return r[-1]
+
+
+def attack_loadchunk_1m_layers(c):
+    c.q("BF.RESERVE", "src", 0.01, 1, "EXPANSION", 1)
+    r = c.q("BF.LOADCHUNK", "k", 1, with_layers(header_of(c, "src"), 1000000))
+    c.q("BF.EXISTS", "k", "x")
+    c.q("BF.INFO", "k")
+    return r
+
+
+def attack_maxcapacity_new_rates(c):
+    for n in range(20):
+        c.q("BF.RESERVE", f"k{n}", 0.0123457 + n * 1e-7, 1000, "EXPANSION", 1)
+        c.q("BF.INFO", f"k{n}", "MAXCAPACITY")
+    return "OK"
+
+
+def attack_loadchunk_zero_chunk(c):
+    c.q("BF.RESERVE", "k", 0.01, 100000000)
+    it, data = c.q("BF.SCANDUMP", "k", 1)
+    return c.q("BF.LOADCHUNK", "k", it, bytes(len(data)))
+
+
+def attack_reserve_huge_with_maxmemory(c):
+    c.q("CONFIG", "SET", "maxmemory", "1gb")
+    c.q("CONFIG", "SET", "bf.bf-max-filter-memory", "4gb")
+    return c.q("BF.RESERVE", "k", 0.00001, 1000000000)
+
+
+def attack_100k_nonscaling_inserts(c):
+    c.pipeline([("BF.INSERT", f"k{i}", "CAPACITY", 1, "NONSCALING", "ITEMS", "x") for i in range(100000)])
+    return "OK"
+
+
+ATTACKS = [
+    ("BF.RESERVE of a 3 GB filter", attack_reserve_3g),
+    ("BF.RESERVE of 300M items", attack_reserve_300m),
+    ("BF.MADD growth to 1.6 GB", attack_madd_growth),
+    ("LOADCHUNK header of a 3.2 GB filter", attack_loadchunk_3g_header),
+    ("BF.INSERT to 20 000 layers, MEXISTS, INFO FPR", attack_insert_50k_layers),
+    ("LOADCHUNK header of 1M layers, EXISTS, INFO", attack_loadchunk_1m_layers),
+    ("BF.INFO MAXCAPACITY, 20 new rates", attack_maxcapacity_new_rates),
+    ("LOADCHUNK zero chunk (16 MiB)", attack_loadchunk_zero_chunk),
+    ("BF.RESERVE 3 GB under maxmemory 1gb", attack_reserve_huge_with_maxmemory),
+    ("100 000 BF.INSERT NONSCALING cap 1", attack_100k_nonscaling_inserts),
+]
+
+
+def main():
+    only = os.environ.get("ATTACKS")
+    print(f"module {MODULE}\nserver {SERVER}\n")
+    print(f"| attack | slowest command (us) | command | last reply |\n|---|---|---|---|")
+    for name, fn in ATTACKS:
+        if only and only not in name:
+            continue
+        p, c = start()
+        try:
+            c.q("SLOWLOG", "RESET")
+            reply = fn(c)
+            us, what = slowest(c)
+            reply = str(reply)[:60].replace("|", "/")
+            print(f"| {name} | {us} | `{what}` | {reply} |", flush=True)
+        finally:
+            p.kill()
+            p.wait()
+
+
+main()

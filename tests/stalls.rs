@@ -1,0 +1,226 @@
+//! Commands that could stall the server for seconds on a client's say-so: a huge BF.RESERVE
+//! zero-filling gigabytes, chains of unbounded length, headers of millions of layers. Each
+//! test asserts the bound itself (resident bytes, a layer count, an error, the commands an
+//! AOF rewrite writes), never a time; `make bench-hostile` measures the times.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use common::{bf_info, digest, error_of, info_i64, scandump, Exec, Payload, Server, Stop};
+use redis::Value;
+
+/// The most layers a filter may have (README, "Sizing").
+const MAX_LAYERS: usize = 1024;
+
+/// Offsets in layerbloom's header (format version 1): the layer count, then one 40-byte
+/// record per layer after the 36-byte chain part.
+const LAYERS_AT: usize = 32;
+const FIRST_LAYER_AT: usize = 36;
+const LAYER_LEN: usize = 40;
+
+/// A header of `count` copies of the first layer of `header` (a one-layer, empty filter).
+fn header_with_layers(header: &[u8], count: usize) -> Vec<u8> {
+    let layer = header[FIRST_LAYER_AT..FIRST_LAYER_AT + LAYER_LEN].to_vec();
+    let mut h = header[..FIRST_LAYER_AT].to_vec();
+    h[LAYERS_AT..LAYERS_AT + 4].copy_from_slice(&(count as u32).to_le_bytes());
+    for _ in 0..count {
+        h.extend_from_slice(&layer);
+    }
+    h
+}
+
+/// Fills an EXPANSION 1 filter of capacity 1 to its last layer with one BF.INSERT; returns
+/// the reply's elements.
+fn fill_longest_chain(con: &mut redis::Connection, key: &str) -> Vec<Value> {
+    let items: Vec<String> = (0..MAX_LAYERS + 200).map(|i| format!("item:{i}")).collect();
+    let v = con.raw(&cmd!(
+        "BF.INSERT",
+        key,
+        "CAPACITY",
+        1,
+        "ERROR",
+        0.01,
+        "EXPANSION",
+        1,
+        "ITEMS",
+        &items
+    ));
+    match v {
+        Value::Array(elements) => elements,
+        other => panic!("BF.INSERT replied {other:?}"),
+    }
+}
+
+#[test]
+fn reserving_a_large_filter_makes_none_of_it_resident_until_bits_are_set() {
+    let s = Server::start();
+    let mut con = s.conn();
+    con.ok(&cmd!("CONFIG", "SET", "bf.bf-max-filter-memory", "4gb"));
+    let rss_before = info_i64(&mut con, "memory", "used_memory_rss");
+    let used_before = info_i64(&mut con, "memory", "used_memory");
+    // 600 million items at 1e-4: a first layer of about 1.6 GB.
+    con.ok(&cmd!("BF.RESERVE", "big", 0.0001, 600_000_000u64));
+    let size = bf_info(&mut con, "big").size;
+    assert!(size > 1_000_000_000, "BF.INFO Size {size}");
+    let used = info_i64(&mut con, "memory", "used_memory") - used_before;
+    assert!(
+        used >= size * 99 / 100,
+        "used_memory grew by {used} bytes for a filter of {size}: the filter is not counted"
+    );
+    let rss = info_i64(&mut con, "memory", "used_memory_rss") - rss_before;
+    assert!(
+        rss < size / 20,
+        "used_memory_rss grew by {rss} bytes for an untouched filter of {size} bytes"
+    );
+    // The lazily zeroed memory works: items added are found, others are not.
+    let added: Vec<String> = (0..100).map(|i| format!("in:{i}")).collect();
+    let replies: Vec<i64> = con.q(&cmd!("BF.MADD", "big", &added));
+    assert_eq!(replies, vec![1; 100]);
+    let found: Vec<i64> = con.q(&cmd!("BF.MEXISTS", "big", &added));
+    assert_eq!(found, vec![1; 100]);
+    // Pages become resident as bits are set in them, 4 KiB at a time: 100 items touch a few
+    // hundred pages, not (as huge pages faulted in on first touch did) hundreds of MB.
+    let rss = info_i64(&mut con, "memory", "used_memory_rss") - rss_before;
+    assert!(
+        rss < size / 20,
+        "used_memory_rss grew by {rss} bytes after 100 items in a filter of {size} bytes"
+    );
+    let absent: Vec<String> = (0..100).map(|i| format!("out:{i}")).collect();
+    let found: Vec<i64> = con.q(&cmd!("BF.MEXISTS", "big", &absent));
+    assert!(found.iter().sum::<i64>() <= 1, "{found:?}");
+    assert_eq!(con.q::<i64>(&cmd!("BF.CARD", "big")), 100);
+}
+
+#[test]
+fn growth_past_the_layer_cap_is_refused_with_the_filter_unchanged() {
+    let s = Server::start();
+    let mut con = s.conn();
+    let replies = fill_longest_chain(&mut con, "chain");
+    // Every item until the cap is answered, then the first one that needs a new layer fails
+    // and the rest of the command is not run.
+    let error = replies
+        .last()
+        .and_then(error_of)
+        .expect("an error ends the reply");
+    assert_eq!(
+        error,
+        format!(
+            "ERR problem inserting into filter: the filter has reached its maximum of \
+             {MAX_LAYERS} layers"
+        )
+    );
+    assert!(replies[..replies.len() - 1]
+        .iter()
+        .all(|v| error_of(v).is_none()));
+    assert_eq!(bf_info(&mut con, "chain").filters, MAX_LAYERS as i64);
+    let before = digest(&mut con, "chain");
+    let card: i64 = con.q(&cmd!("BF.CARD", "chain"));
+    // A single add of a new item: the same error, nothing changes.
+    let fresh = (0..)
+        .map(|i| format!("fresh:{i}"))
+        .find(|item| con.q::<i64>(&cmd!("BF.EXISTS", "chain", item)) == 0)
+        .unwrap();
+    assert_eq!(error, con.err_text(&cmd!("BF.ADD", "chain", &fresh)));
+    assert_eq!(digest(&mut con, "chain"), before);
+    assert_eq!(con.q::<i64>(&cmd!("BF.CARD", "chain")), card);
+    assert_eq!(bf_info(&mut con, "chain").filters, MAX_LAYERS as i64);
+    // Items already in it are still answered as present.
+    assert_eq!(con.q::<i64>(&cmd!("BF.ADD", "chain", "item:0")), 0);
+}
+
+#[test]
+fn a_header_with_more_layers_than_the_cap_is_refused_by_loadchunk_and_restore() {
+    let s = Server::start();
+    let mut con = s.conn();
+    con.ok(&cmd!("BF.RESERVE", "one", 0.01, 1, "EXPANSION", 1));
+    let header = scandump(&mut con, "one")[0].1.clone();
+    // At the cap: accepted. One more: refused as bad data, and no key is created.
+    let at_cap = header_with_layers(&header, MAX_LAYERS);
+    con.ok(&cmd!("BF.LOADCHUNK", "at-cap", 1, at_cap.as_slice()));
+    assert_eq!(bf_info(&mut con, "at-cap").filters, MAX_LAYERS as i64);
+    let over = header_with_layers(&header, MAX_LAYERS + 1);
+    assert_eq!(
+        con.err_text(&cmd!("BF.LOADCHUNK", "over", 1, over.as_slice())),
+        "ERR received bad data"
+    );
+    assert_eq!(con.q::<i64>(&cmd!("EXISTS", "over")), 0);
+    // The same chain as a DUMP payload, every piece present: RESTORE refuses it.
+    let dumped: Vec<u8> = con.q(&cmd!("DUMP", "one"));
+    assert!(dumped.len() > 10);
+    let rdb_header = header_with_layers(&header, MAX_LAYERS + 1);
+    let pieces = vec![vec![0u8; 64]; MAX_LAYERS + 1];
+    let payload = Payload::layerbloom(&rdb_header, &pieces).bytes();
+    let v = con.raw(&cmd!("RESTORE", "over", 0, payload.as_slice()));
+    assert_eq!(
+        error_of(&v).as_deref(),
+        Some("ERR Bad data format"),
+        "{v:?}"
+    );
+    assert_eq!(con.q::<i64>(&cmd!("EXISTS", "over")), 0);
+    // At the cap, the payload loads.
+    let rdb_header = header_with_layers(&header, MAX_LAYERS);
+    let pieces = vec![vec![0u8; 64]; MAX_LAYERS];
+    let payload = Payload::layerbloom(&rdb_header, &pieces).bytes();
+    con.ok(&cmd!("RESTORE", "restored", 0, payload.as_slice()));
+    assert_eq!(bf_info(&mut con, "restored").filters, MAX_LAYERS as i64);
+}
+
+/// The AOF base file named by the manifest.
+fn aof_base(dir: &Path) -> PathBuf {
+    let aof_dir = dir.join("appendonlydir");
+    let manifest = fs::read_to_string(aof_dir.join("appendonly.aof.manifest")).unwrap();
+    let name = manifest
+        .lines()
+        .find(|l| l.contains("type b"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .expect("a base file in the manifest");
+    aof_dir.join(name)
+}
+
+fn wait_for_rewrite(con: &mut redis::Connection) {
+    common::wait_until(
+        std::time::Duration::from_secs(120),
+        "the AOF rewrite",
+        || {
+            let info = con.info_map("persistence");
+            info.get("aof_rewrite_in_progress").map(String::as_str) == Some("0")
+                && info.get("aof_rewrite_scheduled").map(String::as_str) == Some("0")
+        },
+    );
+    let info = con.info_map("persistence");
+    assert_eq!(
+        info.get("aof_last_bgrewrite_status").map(String::as_str),
+        Some("ok")
+    );
+}
+
+/// Occurrences of `needle` in `hay`.
+fn count(hay: &[u8], needle: &[u8]) -> usize {
+    hay.windows(needle.len()).filter(|w| *w == needle).count()
+}
+
+#[test]
+fn the_aof_rewrite_of_the_longest_chain_writes_one_chunk_per_layer_and_reloads() {
+    require_own_server!();
+    let mut s = Server::builder()
+        .config("appendonly", "yes")
+        .config("aof-use-rdb-preamble", "no")
+        .start();
+    let mut con = s.conn();
+    wait_for_rewrite(&mut con);
+    fill_longest_chain(&mut con, "chain");
+    let layers = bf_info(&mut con, "chain").filters;
+    assert_eq!(layers, MAX_LAYERS as i64);
+    let before = digest(&mut con, "chain");
+    con.raw(&cmd!("BGREWRITEAOF"));
+    wait_for_rewrite(&mut con);
+    let base = fs::read(aof_base(s.dir())).unwrap();
+    // The header, then one chunk per layer (each holds an item, so none is all zeros).
+    assert_eq!(count(&base, b"BF.LOADCHUNK"), 1 + MAX_LAYERS);
+    s.restart(Stop::NoSave);
+    let mut con = s.conn();
+    assert_eq!(digest(&mut con, "chain"), before);
+    assert_eq!(bf_info(&mut con, "chain").filters, MAX_LAYERS as i64);
+}
