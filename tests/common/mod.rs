@@ -160,7 +160,8 @@ pub fn redisbloom_path() -> Option<PathBuf> {
         Some(p) if !p.is_empty() => PathBuf::from(p),
         _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/servers/redis-7.4.1/redisbloom.so"),
     };
-    path.is_file().then(|| fs::canonicalize(&path).unwrap_or(path))
+    path.is_file()
+        .then(|| fs::canonicalize(&path).unwrap_or(path))
 }
 
 /// The external server's URL, when the suite runs against one.
