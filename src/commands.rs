@@ -10,8 +10,9 @@ use redis_module::{Context, ContextFlags, KeyType, RedisString};
 
 use crate::args::{self, InfoField, InfoRequest};
 use crate::config;
-use crate::datatype::{self, BLOOM_TYPE};
+use crate::datatype::BLOOM_TYPE;
 use crate::error::BfError;
+use crate::memory::Limits;
 use crate::propagate::{self, Before, Change};
 use crate::reply::Reply;
 use crate::stats;
@@ -114,8 +115,8 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
         layout: creation_layout(ctx),
         ..cap_error_rate(ctx, &args[1], spec)
     };
-    let filter =
-        ScalableFilter::new(spec, config::max_filter_bytes(ctx)).map_err(BfError::from_create)?;
+    let limits = Limits::for_creation(&ctx.get_flags(), config::max_filter_bytes(ctx));
+    let filter = ScalableFilter::new(spec, limits.bytes()).map_err(|e| limits.create_error(e))?;
     let header = codec::encode_header(&filter);
     store_filter(&key, filter)?;
     propagate::after_write(ctx, &args[1], Change::Reserved(&header));
@@ -180,6 +181,7 @@ fn add_items(
 ) -> CommandResult {
     let multi = shape != Shape::Single;
     let key = ctx.open_key_writable(key_name);
+    let flags = ctx.get_flags();
     let limit = config::max_filter_bytes(ctx);
     let (filter, created) = match write_filter(&key)? {
         Some(filter) => (filter, None),
@@ -188,7 +190,9 @@ fn add_items(
                 layout: creation_layout(ctx),
                 ..cap_error_rate(ctx, key_name, create.ok_or(BfError::NotFound)?)
             };
-            let filter = ScalableFilter::new(spec, limit).map_err(BfError::from_create)?;
+            let limits = Limits::for_creation(&flags, limit);
+            let filter =
+                ScalableFilter::new(spec, limits.bytes()).map_err(|e| limits.create_error(e))?;
             let header = codec::encode_header(&filter);
             (store_filter(&key, filter)?, Some(header))
         }
@@ -199,6 +203,8 @@ fn add_items(
         reply.postponed_array();
     }
     let before = Before::of(filter);
+    let limits = Limits::for_add(&flags, limit, filter, items.len());
+    let limit = limits.bytes();
     // The batch path has exactly the effect of adding the items one by one; a single item
     // skips its vectors.
     let one;
@@ -213,7 +219,7 @@ fn add_items(
     for result in results {
         match result {
             Ok(added) => reply.boolean(*added),
-            Err(e) => reply.error(&BfError::from_add(e.clone())),
+            Err(e) => reply.error(&limits.add_error(e.clone())),
         }
     }
     if multi {
@@ -336,7 +342,9 @@ fn reported_size(filter: &ScalableFilter) -> u64 {
         let bits: u64 = filter.layer_summaries().iter().map(|l| l.bytes).sum();
         32 + 64 * filter.layer_count() as u64 + bits
     } else {
-        datatype::allocated_bytes(filter)
+        // The allocator model, not the allocator's answer: equal filters report equal sizes
+        // on every server (MEMORY USAGE gives the allocator's).
+        filter.memory_usage()
     }
 }
 
@@ -403,8 +411,9 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> CommandResult {
         None if it == 1 => {
             let header = codec::decode_header_with(data, header_strictness(ctx))
                 .map_err(BfError::from_codec)?;
-            let filter = codec::filter_from_header(&header, config::max_filter_bytes(ctx))
-                .map_err(BfError::from_codec)?;
+            let limits = Limits::for_creation(&ctx.get_flags(), config::max_filter_bytes(ctx));
+            let filter = codec::filter_from_header(&header, limits.bytes())
+                .map_err(|e| limits.codec_error(e))?;
             store_filter(&key, filter)?;
             true
         }

@@ -7,7 +7,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use layerbloom_filter::codec::{self, CodecError, FilterLoader, RdbSource};
 use layerbloom_filter::ScalableFilter;
-use redis_module::{native_types::RedisType, raw};
+use redis_module::{native_types::RedisType, raw, ContextFlags};
+
+use crate::memory::Limits;
 
 /// The type's encoding version for layerbloom's own values. RedisBloom writes 0 to 4 under
 /// the same type name; far above them, the loader tells its own values from RedisBloom's,
@@ -139,8 +141,10 @@ fn load_buffer(rdb: *mut raw::RedisModuleIO) -> Result<LoadedBuffer, String> {
     Ok(buffer)
 }
 
-/// RedisBloom's RDB fields read through the module API.
-struct IoSource(*mut raw::RedisModuleIO);
+/// RedisBloom's RDB fields read through the module API. `budget`: the bytes of bit arrays a
+/// client's RESTORE may still bring (RedisBloom's values carry no sizes up front, so they are
+/// refused once their layers pass the limit, one layer late at most).
+struct IoSource(*mut raw::RedisModuleIO, Option<u64>);
 
 impl IoSource {
     fn check(&self) -> Result<(), CodecError> {
@@ -169,13 +173,44 @@ impl RdbSource for IoSource {
     }
 
     fn buffer(&mut self) -> Result<LoadedBuffer, CodecError> {
-        load_buffer(self.0).map_err(|_| CodecError::BadData("the value is truncated or unreadable"))
+        let buffer = load_buffer(self.0)
+            .map_err(|_| CodecError::BadData("the value is truncated or unreadable"))?;
+        if let Some(budget) = &mut self.1 {
+            *budget = budget
+                .checked_sub(buffer.len as u64)
+                .ok_or(CodecError::BadData(
+                    "a RESTORE of it would pass the memory limit (bf-max-filter-memory or \
+                     maxmemory)",
+                ))?;
+        }
+        Ok(buffer)
     }
 }
 
+/// The limits of a value loaded by a client's RESTORE, or `None` when the server is loading
+/// (startup, DEBUG RELOAD, a full sync from the primary, the AOF) or is a replica (a RESTORE
+/// it runs comes from its primary, which accepted it): copies accept what the primary did.
+fn restore_limits(rdb: *mut raw::RedisModuleIO) -> Option<Limits> {
+    // SAFETY: `rdb` is the handle Redis passed to rdb_load; the context it returns belongs to
+    // the handle and is freed by Redis.
+    let flags = unsafe {
+        let ctx = raw::RedisModule_GetContextFromIO?(rdb);
+        ContextFlags::from_bits_truncate(raw::RedisModule_GetContextFlags?(ctx))
+    };
+    if flags.intersects(crate::memory::EXEMPT | ContextFlags::SLAVE) {
+        return None;
+    }
+    Some(Limits::for_creation(
+        &flags,
+        crate::config::max_filter_memory(),
+    ))
+}
+
 fn load_value(rdb: *mut raw::RedisModuleIO, encver: c_int) -> Result<ScalableFilter, String> {
+    let limits = restore_limits(rdb);
     if (0..=codec::REDISBLOOM_MAX_ENCVER).contains(&encver) {
-        let (filter, warnings) = codec::decode_redisbloom_value(&mut IoSource(rdb), encver)
+        let budget = limits.map(|l| l.bytes());
+        let (filter, warnings) = codec::decode_redisbloom_value(&mut IoSource(rdb, budget), encver)
             .map_err(|e| e.to_string())?;
         for warning in warnings {
             crate::log::warning(
@@ -201,6 +236,22 @@ fn load_value(rdb: *mut raw::RedisModuleIO, encver: c_int) -> Result<ScalableFil
             None,
             &format!("layerbloom: a filter loaded with: {warning}"),
         );
+    }
+    if let Some(limits) = limits {
+        // Checked before anything is allocated: zero bit arrays compress ~110:1 in a DUMP
+        // payload, so a small payload may describe gigabytes.
+        let needed = header.memory_bytes();
+        if needed > limits.bytes() {
+            let which = if limits.bytes() < limits.filter {
+                "what maxmemory leaves"
+            } else {
+                "bf-max-filter-memory"
+            };
+            return Err(format!(
+                "a RESTORE of it would take {needed} bytes, over {which} ({} bytes)",
+                limits.bytes()
+            ));
+        }
     }
     let mut loader = FilterLoader::new(header).map_err(|e| e.to_string())?;
     while loader.next_piece_len().is_some() {

@@ -83,6 +83,10 @@ pub enum BfError {
     /// The allocator refused the few bytes that view a long command's arguments.
     #[error("OOM not enough memory to read the command's arguments")]
     ArgumentsOutOfMemory,
+    /// A new layer would take used memory past `maxmemory`: Redis's own text for a deny-oom
+    /// command refused at maxmemory, so clients handle both alike.
+    #[error("OOM command not allowed when used memory > 'maxmemory'.")]
+    OverMaxmemory,
 }
 
 impl BfError {
@@ -201,6 +205,10 @@ mod tests {
             (
                 BfError::ArgumentsOutOfMemory,
                 "OOM not enough memory to read the command's arguments",
+            ),
+            (
+                BfError::OverMaxmemory,
+                "OOM command not allowed when used memory > 'maxmemory'.",
             ),
         ];
         for (error, text) in table {

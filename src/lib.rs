@@ -11,6 +11,8 @@ mod datatype;
 mod dispatch;
 mod error;
 mod log;
+mod log_limit;
+mod memory;
 mod propagate;
 mod reply;
 mod stats;

@@ -16,7 +16,8 @@
 //! - `bf.loadchunk`: a BF.LOADCHUNK was applied;
 //! - `bf.capacity`: an add took the newest layer to the capacity-warning threshold
 //!   (`bf-capacity-warning`, 70% by default), once per layer; the server log gets a warning
-//!   naming the key;
+//!   naming the key (at most `log_limit::LINES_PER_SECOND` such lines a second server-wide,
+//!   the rest counted in `INFO bf`; the event is sent for every crossing);
 //! - `bf.full`: a non-scaling filter refused an item.
 //!
 //! "Once per layer" needs no stored state: a layer's items only grow, so the add that takes
@@ -35,7 +36,7 @@ use layerbloom_filter::{FilterError, ScalableFilter};
 use redis_module::{raw, Context, ContextFlags, RedisString};
 
 use crate::config;
-use crate::log;
+use crate::log_limit;
 use crate::stats::{self, Figures};
 
 /// A filter's state before a write, to tell what the write changed.
@@ -171,8 +172,8 @@ fn capacity_warnings(ctx: &Context, key: &RedisString, before: LoadMark, filter:
         None => "the filter is non-scaling: when it is full it refuses new items".to_string(),
     };
     for c in crossed {
-        log::warning(
-            Some(ctx),
+        log_limit::capacity_warning(
+            ctx,
             &format!(
                 "layerbloom: Bloom filter '{shown}{more}' reached {percent}% of its capacity: \
              layer {} of {} holds {} of {} items (bf-capacity-warning {percent}); {next}",

@@ -159,6 +159,10 @@ pub fn info_fields() -> [(&'static str, Vec<(&'static str, String)>); 2] {
                 ("bytes", n(&BYTES)),
                 ("filters_over_warning", n(&OVER_WARNING)),
                 ("capacity_warnings", n(&CAPACITY_WARNINGS)),
+                (
+                    "capacity_warnings_suppressed",
+                    crate::log_limit::suppressed().to_string(),
+                ),
                 ("refused_adds", (full + grow).to_string()),
                 ("refused_full", full.to_string()),
                 ("refused_grow_over_limit", grow.to_string()),

@@ -468,14 +468,17 @@ impl BlockedLayer {
         }
     }
 
-    /// Overwrites bytes of the bit array at `offset` (the caller has checked the range) and
-    /// keeps the set-bit count exact.
-    pub(crate) fn write_bytes(&mut self, offset: usize, data: &[u8]) {
+    /// ORs bytes into the bit array at `offset` (the caller has checked the range) and keeps
+    /// the set-bit count exact by recounting the range. A chunk never clears a bit: an item
+    /// added while a copy is loaded stays, and a chunk of zeros erases nothing.
+    pub(crate) fn or_bytes(&mut self, offset: usize, data: &[u8]) {
         let bytes = self.as_bytes_mut();
         let target = &mut bytes[offset..offset + data.len()];
         let before = crate::bits::count_ones(target);
-        let after = crate::bits::count_ones(data);
-        target.copy_from_slice(data);
+        for (t, d) in target.iter_mut().zip(data) {
+            *t |= d;
+        }
+        let after = crate::bits::count_ones(target);
         self.set_bits = self.set_bits - before + after;
         self.refresh_estimate();
     }
@@ -599,12 +602,15 @@ mod tests {
     }
 
     #[test]
-    fn writing_bytes_keeps_the_count_exact() {
+    fn or_of_bytes_keeps_the_count_exact_and_clears_nothing() {
         let mut layer = BlockedLayer::new(1000, 0.01).unwrap();
-        layer.write_bytes(3, &[0xff, 0x0f, 0x00]);
+        layer.or_bytes(3, &[0xff, 0x0f, 0x00]);
         assert_eq!(layer.set_bits(), 12);
-        layer.write_bytes(4, &[0x01]);
-        assert_eq!(layer.set_bits(), 9);
+        layer.or_bytes(4, &[0x00]);
+        assert_eq!(layer.set_bits(), 12);
+        layer.or_bytes(4, &[0xf1]);
+        assert_eq!(layer.set_bits(), 16);
+        assert_eq!(&layer.as_bytes()[3..6], &[0xff, 0xff, 0x00]);
     }
 
     #[test]

@@ -89,7 +89,11 @@ impl FilterSpec {
             )?
             .bytes(),
         };
-        Ok(bits.saturating_add(ScalableFilter::overhead_bytes(1)))
+        Ok(ScalableFilter::modelled_bytes(
+            self.layout == Layout::Classic,
+            1,
+            [bits],
+        ))
     }
 }
 
@@ -333,11 +337,33 @@ impl ScalableFilter {
         }
     }
 
-    /// Bytes of bookkeeping for a filter of `layers` layers (the bit arrays excluded).
-    pub(crate) fn overhead_bytes(layers: usize) -> u64 {
-        let per_layer =
-            std::mem::size_of::<BlockedLayer>().max(std::mem::size_of::<ClassicLayer>());
-        (std::mem::size_of::<ScalableFilter>() + layers * per_layer) as u64
+    /// Bytes a filter takes by the allocator model (`footprint`): its box, its layer table of
+    /// `table_len` entries and each of its bit arrays.
+    pub(crate) fn modelled_bytes(
+        classic: bool,
+        table_len: usize,
+        bit_arrays: impl IntoIterator<Item = u64>,
+    ) -> u64 {
+        use crate::footprint::allocation;
+        use std::mem::{align_of, size_of};
+        let (entry, bits_align) = if classic {
+            (size_of::<ClassicLayer>(), 1)
+        } else {
+            (
+                size_of::<BlockedLayer>(),
+                align_of::<crate::blocked::Block>() as u64,
+            )
+        };
+        let table = allocation((table_len * entry) as u64, 8);
+        let boxed = allocation(
+            size_of::<ScalableFilter>() as u64,
+            align_of::<ScalableFilter>() as u64,
+        );
+        bit_arrays
+            .into_iter()
+            .fold(boxed.saturating_add(table), |sum, bytes| {
+                sum.saturating_add(allocation(bytes, bits_align))
+            })
     }
 
     /// Whether any layer holds the item.
@@ -511,10 +537,15 @@ impl ScalableFilter {
             needed: u64::MAX,
             limit: max_bytes,
         };
+        // What the filter will take with one more layer, by the same model as `memory_usage`.
+        let classic = self.is_classic();
+        let count = self.layer_count();
+        let current = self.memory_usage();
+        let without_bits = Self::modelled_bytes(classic, count, []);
         let check = |current: u64, bits_bytes: u64| {
             let needed = current
-                .saturating_add(bits_bytes)
-                .saturating_add(Self::overhead_bytes(1) - Self::overhead_bytes(0));
+                .saturating_sub(without_bits)
+                .saturating_add(Self::modelled_bytes(classic, count + 1, [bits_bytes]));
             if needed > max_bytes {
                 Err(FilterError::OverLimit {
                     needed,
@@ -524,7 +555,6 @@ impl ScalableFilter {
                 Ok(())
             }
         };
-        let current = self.memory_usage();
         let expansion = u64::from(self.expansion);
         match &mut self.layers {
             Layers::Blocked(layers) => {
@@ -617,11 +647,11 @@ impl ScalableFilter {
         }
     }
 
-    /// Overwrites bytes of layer `index` at `offset`; the caller has checked the range.
-    pub(crate) fn write_layer_bytes(&mut self, index: usize, offset: usize, data: &[u8]) {
+    /// ORs bytes into layer `index` at `offset`; the caller has checked the range.
+    pub(crate) fn or_layer_bytes(&mut self, index: usize, offset: usize, data: &[u8]) {
         match &mut self.layers {
-            Layers::Blocked(layers) => layers[index].write_bytes(offset, data),
-            Layers::Classic { layers, .. } => layers[index].write_bytes(offset, data),
+            Layers::Blocked(layers) => layers[index].or_bytes(offset, data),
+            Layers::Classic { layers, .. } => layers[index].or_bytes(offset, data),
         }
     }
 
@@ -668,19 +698,20 @@ impl ScalableFilter {
         }
     }
 
-    /// Bytes allocated for the filter: its struct, its layer table and its bit arrays.
+    /// Bytes the filter takes: its struct, its layer table and its bit arrays, each as the
+    /// allocator model (`footprint`) counts it. Deterministic: equal filters report equal
+    /// figures on every server.
     pub fn memory_usage(&self) -> u64 {
-        let (table, bits) = match &self.layers {
-            Layers::Blocked(l) => (
-                l.capacity() * std::mem::size_of::<BlockedLayer>(),
-                l.iter().map(BlockedLayer::bytes).sum::<u64>(),
+        match &self.layers {
+            Layers::Blocked(l) => {
+                Self::modelled_bytes(false, l.capacity(), l.iter().map(BlockedLayer::bytes))
+            }
+            Layers::Classic { layers, .. } => Self::modelled_bytes(
+                true,
+                layers.capacity(),
+                layers.iter().map(ClassicLayer::bytes),
             ),
-            Layers::Classic { layers, .. } => (
-                layers.capacity() * std::mem::size_of::<ClassicLayer>(),
-                layers.iter().map(ClassicLayer::bytes).sum::<u64>(),
-            ),
-        };
-        std::mem::size_of::<ScalableFilter>() as u64 + table as u64 + bits
+        }
     }
 
     /// A deep copy, reporting allocation failure instead of aborting.

@@ -260,12 +260,14 @@ impl ClassicLayer {
         self.meta.size = self.meta.size.saturating_add(1);
     }
 
-    /// Overwrites bytes at `offset` (range checked by the caller), keeping the bit count.
-    pub(crate) fn write_bytes(&mut self, offset: usize, data: &[u8]) {
+    /// ORs bytes in at `offset` (range checked by the caller), recounting the range's bits.
+    pub(crate) fn or_bytes(&mut self, offset: usize, data: &[u8]) {
         let target = &mut self.bytes[offset..offset + data.len()];
         let before = crate::bits::count_ones(target);
-        let after = crate::bits::count_ones(data);
-        target.copy_from_slice(data);
+        for (t, d) in target.iter_mut().zip(data) {
+            *t |= d;
+        }
+        let after = crate::bits::count_ones(target);
         self.set_bits = self.set_bits - before + after;
     }
 

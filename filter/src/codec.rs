@@ -119,10 +119,11 @@ impl Header {
         self.layer_lengths().iter().sum()
     }
 
-    /// Memory the filter will take once built.
+    /// Memory the filter will take once built, as `ScalableFilter::memory_usage` counts it.
     pub fn memory_bytes(&self) -> u64 {
-        let layers = self.layer_lengths().len();
-        ScalableFilter::overhead_bytes(layers).saturating_add(self.bits_bytes())
+        let lengths = self.layer_lengths();
+        let classic = matches!(self, Header::Classic(_));
+        ScalableFilter::modelled_bytes(classic, lengths.len(), lengths)
     }
 }
 
@@ -513,7 +514,9 @@ pub fn dump_chunk(filter: &ScalableFilter, it: i64) -> (i64, &[u8]) {
     (next as i64, &bytes[within..within + len])
 }
 
-/// Applies a `BF.LOADCHUNK` chunk (iterator `it` > 1).
+/// Applies a `BF.LOADCHUNK` chunk (iterator `it` > 1): its bits are ORed into the filter's,
+/// never overwrite them. Loaded into a fresh filter (all zero) a chunk reads back exactly; into
+/// a live one it keeps every item the filter already holds.
 pub fn load_chunk(filter: &mut ScalableFilter, it: i64, data: &[u8]) -> Result<(), CodecError> {
     // RedisBloom's checks in its order: an iterator that cannot end a chunk this long is bad
     // data; one that ends it just before the first byte has no link; an empty chunk at a
@@ -528,7 +531,7 @@ pub fn load_chunk(filter: &mut ScalableFilter, it: i64, data: &[u8]) -> Result<(
     if within + len > layer_len {
         return Err(CodecError::TooBig);
     }
-    filter.write_layer_bytes(index, within as usize, data);
+    filter.or_layer_bytes(index, within as usize, data);
     Ok(())
 }
 
@@ -925,6 +928,21 @@ mod tests {
         assert_eq!(dump_chunk(&f, next2), (0, &[][..]));
         assert_eq!(dump_chunk(&f, -5), (0, &[][..]));
         assert_eq!(dump_chunk(&f, i64::MAX), (0, &[][..]));
+    }
+
+    #[test]
+    fn a_chunk_of_zeros_erases_nothing_from_a_live_filter() {
+        for mut f in [filled(100, 0.01, 2, 150), classic(100, 0.01, 2, 150)] {
+            let before = f.clone();
+            let summaries = f.layer_summaries();
+            let mut it = 1i64;
+            for bytes in f.layer_bytes().iter().map(|b| b.len()).collect::<Vec<_>>() {
+                it += bytes as i64;
+                load_chunk(&mut f, it, &vec![0; bytes]).unwrap();
+            }
+            assert_eq!(f, before);
+            assert_eq!(f.layer_summaries(), summaries);
+        }
     }
 
     #[test]

@@ -298,30 +298,44 @@ pub fn max_capacity(filter: &ScalableFilter, max_bytes: u64) -> u64 {
     if expansion == 0 {
         return capacity;
     }
-    // The growth check reserves room for the larger of the two layer kinds; the filter's
-    // memory then grows by its own kind's table entry.
-    let reserved = ScalableFilter::overhead_bytes(1) - ScalableFilter::overhead_bytes(0);
-    let entry = if filter.is_classic() {
-        std::mem::size_of::<ClassicLayer>()
-    } else {
-        std::mem::size_of::<BlockedLayer>()
-    } as u64;
+    // The same arithmetic as the growth check: the allocator model of the filter with one
+    // more layer (its table one entry longer, one more bit array).
+    let classic = filter.is_classic();
+    let mut count = filter.layer_count();
     let mut memory = filter.memory_usage();
+    let grown = |memory: u64, count: usize, more: usize, bytes: u64| {
+        let table = |n: usize| ScalableFilter::modelled_bytes(classic, n, []);
+        let bits = ScalableFilter::modelled_bytes(classic, 0, [bytes]) - table(0);
+        memory
+            .saturating_sub(table(count))
+            .saturating_add(table(count + more))
+            .saturating_add(bits.saturating_mul(more as u64))
+    };
     while let Some((layer_capacity, bytes)) = next.step(expansion) {
-        let fits = |memory: u64| memory.saturating_add(bytes).saturating_add(reserved) <= max_bytes;
-        if !fits(memory) {
+        if grown(memory, count, 1, bytes) > max_bytes {
             break;
         }
-        memory = memory.saturating_add(bytes + entry);
+        memory = grown(memory, count, 1, bytes);
+        count += 1;
         capacity = capacity.saturating_add(layer_capacity);
         if expansion == 1 && next.is_constant() {
             // Every further layer is this one again (same capacity, error under the sizing
-            // floor): count them at once instead of one by one (there can be millions).
-            if fits(memory) {
-                let room = max_bytes - memory - bytes - reserved;
-                let more = room / (bytes + entry) + 1;
-                capacity = capacity.saturating_add(layer_capacity.saturating_mul(more));
+            // floor): count them at once instead of one by one (there can be millions). The
+            // memory grows monotonically with their number: search for the most that fit.
+            let (mut fit, mut over) = (0usize, 1usize);
+            while grown(memory, count, over, bytes) <= max_bytes && over < usize::MAX / 4 {
+                fit = over;
+                over *= 2;
             }
+            while over - fit > 1 {
+                let mid = fit + (over - fit) / 2;
+                if grown(memory, count, mid, bytes) <= max_bytes {
+                    fit = mid;
+                } else {
+                    over = mid;
+                }
+            }
+            capacity = capacity.saturating_add(layer_capacity.saturating_mul(fit as u64));
             break;
         }
     }

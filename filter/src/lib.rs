@@ -9,6 +9,7 @@ pub mod chain;
 pub mod classic;
 pub mod codec;
 pub mod error;
+pub mod footprint;
 pub mod hash;
 pub mod health;
 pub mod sizing;

@@ -1,0 +1,144 @@
+//! The server's `maxmemory` as a limit on new layers. Redis checks `maxmemory` only before a
+//! deny-oom command runs, so one BF.RESERVE under the limit could still allocate gigabytes
+//! past it. Every command that allocates a layer (creating or growing a filter, a BF.LOADCHUNK
+//! header, a client's RESTORE) is refused with Redis's own OOM error when used memory plus the
+//! new layer would exceed `maxmemory`. Under an eviction policy Redis makes room by evicting
+//! as for any write, so only a layer larger than `maxmemory` itself is refused.
+//!
+//! Commands from the primary and replayed from the AOF (and values loaded while the server is
+//! loading) are never refused: a replica builds what its primary accepted. Adds that cannot
+//! grow the filter (its newest layer has room for all their items) skip the check.
+
+use std::ffi::c_int;
+
+use layerbloom_filter::codec::CodecError;
+use layerbloom_filter::{FilterError, Layers, ScalableFilter};
+use redis_module::{raw, ContextFlags};
+
+use crate::error::BfError;
+
+/// Flags under which no memory limit applies: the primary or the AOF decided already.
+pub const EXEMPT: ContextFlags = ContextFlags::REPLICATED
+    .union(ContextFlags::LOADING)
+    .union(ContextFlags::ASYNC_LOADING);
+
+/// The bytes a new allocation may take before used memory passes `maxmemory`, or `None` when
+/// `maxmemory` does not apply (not set, ignored by this replica, or the command is exempt).
+pub fn headroom(flags: &ContextFlags) -> Option<u64> {
+    if flags.intersects(EXEMPT) || !flags.contains(ContextFlags::MAXMEMORY) {
+        return None;
+    }
+    let maxmemory = maxmemory()?;
+    if flags.contains(ContextFlags::EVICTED) {
+        return Some(maxmemory);
+    }
+    // SAFETY: the API table is filled before OnLoad; the call takes no arguments.
+    let ratio = unsafe { raw::RedisModule_GetUsedMemoryRatio.map(|f| f()) }?;
+    // The ratio is Redis's own measure for its OOM check (used memory without replication
+    // and AOF buffers, over maxmemory).
+    let used = (f64::from(ratio) * maxmemory as f64) as u64;
+    Some(maxmemory.saturating_sub(used))
+}
+
+/// `maxmemory` in bytes (0 or unreadable: `None`).
+fn maxmemory() -> Option<u64> {
+    // SAFETY: the API table is filled before OnLoad; a null context is allowed (no automatic
+    // memory); the info data is freed once, below.
+    unsafe {
+        let get = raw::RedisModule_GetServerInfo?;
+        let field = raw::RedisModule_ServerInfoGetFieldUnsigned?;
+        let free = raw::RedisModule_FreeServerInfo?;
+        let info = get(std::ptr::null_mut(), c"memory".as_ptr());
+        if info.is_null() {
+            return None;
+        }
+        let mut err: c_int = 0;
+        let value = field(info, c"maxmemory".as_ptr(), &mut err);
+        free(std::ptr::null_mut(), info);
+        (err == 0 && value > 0).then_some(value)
+    }
+}
+
+/// The limits a command's new allocations are checked against: the per-filter limit and,
+/// when it applies, what is left under `maxmemory`.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// `bf-max-filter-memory` (or no limit for exempt commands).
+    pub filter: u64,
+    /// Bytes left under `maxmemory`.
+    pub memory: Option<u64>,
+}
+
+impl Limits {
+    /// The limits of a command creating a filter.
+    pub fn for_creation(flags: &ContextFlags, filter: u64) -> Self {
+        Limits {
+            filter,
+            memory: headroom(flags),
+        }
+    }
+
+    /// The limits of an add of `items` items to `current`: `maxmemory` is consulted only
+    /// when the add may grow the filter.
+    pub fn for_add(
+        flags: &ContextFlags,
+        filter_limit: u64,
+        current: &ScalableFilter,
+        items: usize,
+    ) -> Self {
+        let memory = if flags.contains(ContextFlags::MAXMEMORY) && may_grow(current, items) {
+            headroom(flags).map(|room| current.memory_usage().saturating_add(room))
+        } else {
+            None
+        };
+        Limits {
+            filter: filter_limit,
+            memory,
+        }
+    }
+
+    /// The byte limit to give the core: the tighter one.
+    pub fn bytes(&self) -> u64 {
+        self.memory.map_or(self.filter, |m| m.min(self.filter))
+    }
+
+    /// Whether a core refusal at `limit` was `maxmemory`'s.
+    fn is_memory(&self, limit: u64) -> bool {
+        self.memory.is_some_and(|m| m < self.filter && limit == m)
+    }
+
+    /// The error of a failed creation.
+    pub fn create_error(&self, e: FilterError) -> BfError {
+        match e {
+            FilterError::OverLimit { limit, .. } if self.is_memory(limit) => BfError::OverMaxmemory,
+            e => BfError::from_create(e),
+        }
+    }
+
+    /// The error of a failed add.
+    pub fn add_error(&self, e: FilterError) -> BfError {
+        match e {
+            FilterError::OverLimit { limit, .. } if self.is_memory(limit) => BfError::OverMaxmemory,
+            e => BfError::from_add(e),
+        }
+    }
+
+    /// The error of a refused BF.LOADCHUNK.
+    pub fn codec_error(&self, e: CodecError) -> BfError {
+        match e {
+            CodecError::Filter(f) => self.create_error(f),
+            e => BfError::from_codec(e),
+        }
+    }
+}
+
+/// Whether adding `items` items could fill the newest layer and so grow the filter.
+fn may_grow(filter: &ScalableFilter, items: usize) -> bool {
+    let (capacity, held) = match filter.layers() {
+        Layers::Blocked(l) => l.last().map_or((0, 0), |l| (l.capacity(), l.items())),
+        Layers::Classic { layers, .. } => layers
+            .last()
+            .map_or((0, 0), |l| (l.meta().entries, l.meta().size)),
+    };
+    capacity.saturating_sub(held) < items as u64
+}
