@@ -5,6 +5,7 @@
 use std::ffi::{c_char, c_int, c_longlong, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use layerbloom_filter::chain::MAX_LAYERS;
 use layerbloom_filter::codec::{self, CodecError, FilterLoader, RdbSource};
 use layerbloom_filter::ScalableFilter;
 use redis_module::{native_types::RedisType, raw, ContextFlags};
@@ -206,6 +207,28 @@ fn restore_limits(rdb: *mut raw::RedisModuleIO) -> Option<Limits> {
     ))
 }
 
+/// A client's RESTORE may not bring a filter of more layers than a filter may grow to; one
+/// loaded from disk, a primary or the AOF may (RedisBloom sets no bound, so migrations never
+/// fail on it), with a warning that it cannot grow.
+fn within_layer_cap(layers: usize, from_client: bool) -> Result<(), String> {
+    if layers <= MAX_LAYERS {
+        return Ok(());
+    }
+    if from_client {
+        return Err(format!(
+            "a RESTORE of it would bring {layers} layers, over the {MAX_LAYERS} a filter may have"
+        ));
+    }
+    crate::log::warning(
+        None,
+        &format!(
+            "layerbloom: a filter loaded with {layers} layers, more than the {MAX_LAYERS} a \
+             filter may grow to: it answers, but adds that need a new layer are refused"
+        ),
+    );
+    Ok(())
+}
+
 fn load_value(rdb: *mut raw::RedisModuleIO, encver: c_int) -> Result<ScalableFilter, String> {
     let limits = restore_limits(rdb);
     if (0..=codec::REDISBLOOM_MAX_ENCVER).contains(&encver) {
@@ -220,7 +243,7 @@ fn load_value(rdb: *mut raw::RedisModuleIO, encver: c_int) -> Result<ScalableFil
             ),
             );
         }
-        return Ok(filter);
+        return within_layer_cap(filter.layer_count(), limits.is_some()).map(|()| filter);
     }
     if encver != ENCODING_VERSION {
         return Err(format!(
@@ -237,6 +260,7 @@ fn load_value(rdb: *mut raw::RedisModuleIO, encver: c_int) -> Result<ScalableFil
             &format!("layerbloom: a filter loaded with: {warning}"),
         );
     }
+    within_layer_cap(header.layer_lengths().len(), limits.is_some())?;
     if let Some(limits) = limits {
         // Checked before anything is allocated: zero bit arrays compress ~110:1 in a DUMP
         // payload, so a small payload may describe gigabytes.

@@ -224,3 +224,52 @@ fn the_aof_rewrite_of_the_longest_chain_writes_one_chunk_per_layer_and_reloads()
     assert_eq!(digest(&mut con, "chain"), before);
     assert_eq!(bf_info(&mut con, "chain").filters, MAX_LAYERS as i64);
 }
+
+/// One command as the AOF stores it (RESP).
+fn resp_command(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+#[test]
+fn a_filter_of_more_layers_than_the_cap_still_loads_from_the_aof_and_cannot_grow() {
+    require_own_server!();
+    let mut s = Server::builder()
+        .config("appendonly", "yes")
+        .config("aof-use-rdb-preamble", "no")
+        .start();
+    let mut con = s.conn();
+    con.ok(&cmd!("BF.RESERVE", "one", 0.01, 1, "EXPANSION", 1));
+    let header = scandump(&mut con, "one")[0].1.clone();
+    let _ = con.raw(&cmd!("BGREWRITEAOF"));
+    wait_for_rewrite(&mut con);
+    // The AOF of a server that had such a filter (RedisBloom sets no bound on layers; an
+    // older layerbloom neither): a header no client may send.
+    let over = header_with_layers(&header, MAX_LAYERS + 1);
+    assert_eq!(
+        con.err_text(&cmd!("BF.LOADCHUNK", "long", 1, over.as_slice())),
+        "ERR received bad data"
+    );
+    fs::write(
+        aof_base(s.dir()),
+        resp_command(&[b"BF.LOADCHUNK", b"long", b"1", &over]),
+    )
+    .unwrap();
+    drop(con);
+    s.restart(Stop::Kill);
+    let mut con = s.conn();
+    assert_eq!(bf_info(&mut con, "long").filters, MAX_LAYERS as i64 + 1);
+    // Its newest layer still has room for one item; the next needs a layer it cannot have.
+    assert_eq!(con.q::<i64>(&cmd!("BF.ADD", "long", "a")), 1);
+    let e = con.err_text(&cmd!("BF.ADD", "long", "b"));
+    assert!(
+        e.starts_with("ERR problem inserting into filter: the filter has reached its maximum"),
+        "{e}"
+    );
+    assert_eq!(con.q::<i64>(&cmd!("BF.EXISTS", "long", "a")), 1);
+}

@@ -19,8 +19,10 @@ use crate::sizing;
 /// How much tighter each new layer's error rate is than the previous one's.
 pub const TIGHTENING: f64 = 0.5;
 
-/// The most layers a filter may have: growth past it is refused, and persisted values or
-/// `BF.LOADCHUNK` headers with more are refused as bad data. A lookup probes every layer (a
+/// The most layers a filter may grow to: growth past it is refused, and so are a client's
+/// `BF.LOADCHUNK` headers and RESTOREs with more. A filter that already has more (an RDB file
+/// or AOF written by RedisBloom, which sets no bound, or by an older layerbloom) still loads
+/// from disk, a primary or the AOF, and answers; it cannot grow. A lookup probes every layer (a
 /// cache miss each in a large filter), and BF.INFO, SCANDUMP and the AOF rewrite walk them;
 /// at this bound a lookup of an absent item in the longest chain of small layers costs 5 to
 /// 14 µs (5 to 14 ns a layer, measured by `make bench-hostile`), while a realistic chain
@@ -292,10 +294,6 @@ impl ScalableFilter {
         error: f64,
         expansion: u32,
     ) -> Self {
-        debug_assert!(
-            layers.len() <= MAX_LAYERS,
-            "the codec checks the layer count"
-        );
         let ends = cumulative_ends(layers.iter().map(|l| l.as_bytes().len() as u64));
         ScalableFilter {
             layers: Layers::Blocked(layers),
@@ -315,10 +313,6 @@ impl ScalableFilter {
     ) -> Self {
         let nonscaling = options & OPT_NO_SCALING != 0;
         let first = layers.first().map_or(0.01, |l| l.meta().error);
-        debug_assert!(
-            layers.len() <= MAX_LAYERS,
-            "the codec checks the layer count"
-        );
         let ends = cumulative_ends(layers.iter().map(|l| l.as_bytes().len() as u64));
         ScalableFilter {
             ends,

@@ -287,7 +287,7 @@ pub fn decode_blocked_header(
     if expansion == 0 && count != 1 {
         return Err(CodecError::BadData("a non-scaling filter has one layer"));
     }
-    if count > MAX_LAYERS {
+    if strictness == Strictness::LoadChunk && count > MAX_LAYERS {
         return Err(CodecError::BadData("more layers than a filter may have"));
     }
     // The length must match exactly before anything sized by `count` is allocated.
@@ -432,7 +432,7 @@ pub fn decode_classic_header(
     let count = r.u32()? as usize;
     let options = r.u32()?;
     let growth = r.u32()?;
-    if count > MAX_LAYERS {
+    if strictness == Strictness::LoadChunk && count > MAX_LAYERS {
         return Err(CodecError::BadData("more layers than a filter may have"));
     }
     if r.bytes.len() != count.saturating_mul(RB_LAYER_BYTES) {
@@ -762,9 +762,6 @@ pub fn decode_redisbloom_value<S: RdbSource>(
     if count == 0 {
         return Err(CodecError::BadData("a filter has at least one layer"));
     }
-    if count > MAX_LAYERS as u64 {
-        return Err(CodecError::BadData("more layers than a filter may have"));
-    }
     // The count is not trusted for an allocation: layers are pushed as they are read, and
     // each needs a non-empty bit array from the data.
     let mut layers: Vec<ClassicLayer> = Vec::new();
@@ -994,6 +991,19 @@ mod tests {
                 CodecError::BadData("more layers than a filter may have"),
                 "{layout:?}"
             );
+            // A filter that already has them (an RDB file or AOF of an older layerbloom, or
+            // of RedisBloom, which sets no bound) still loads: it just cannot grow. Both
+            // records hold a layer's items at offset 16; the chain's total follows them.
+            let total_at = match layout {
+                Layout::Blocked => 24,
+                Layout::Classic => 0,
+            };
+            let u64_at =
+                |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+            let total = u64_at(&longer, total_at) + u64_at(&last, 16);
+            longer[total_at..total_at + 8].copy_from_slice(&total.to_le_bytes());
+            let loaded = decode_header_with(&longer, Strictness::Rdb).unwrap();
+            assert_eq!(loaded.layer_lengths().len(), MAX_LAYERS + 1, "{layout:?}");
         }
     }
 
