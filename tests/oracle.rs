@@ -514,6 +514,7 @@ impl Pair {
     fn check(&mut self, resp3: bool, args: Vec<Vec<u8>>) -> (R, R) {
         let mut want = match version_rule(&args) {
             Rule::Ask(rb_args) => {
+                let rb_args = chunk_ored_for_redisbloom(&rb_args, &mut self.rb);
                 let v = self.rb.run(resp3, &rb_args);
                 newest_texts(&args, v)
             }
@@ -706,6 +707,61 @@ fn add_items(args: &[Vec<u8>]) -> Vec<Vec<u8>> {
         },
         _ => args.get(2..).map(<[Vec<u8>]>::to_vec).unwrap_or_default(),
     }
+}
+
+/// README, BF.SCANDUMP / BF.LOADCHUNK: a chunk is ORed into the filter's bits, where
+/// RedisBloom overwrites them (so that no chunk can erase a live filter's items). RedisBloom
+/// is sent the chunk ORed with its own bytes at that offset: both servers then end with the
+/// same bits, and every later reply is compared exactly. Chunks that cannot apply (no key,
+/// bad iterator, past a layer) go as they are: both refuse them.
+fn chunk_ored_for_redisbloom(args: &[Vec<u8>], rb: &mut Side) -> Vec<Vec<u8>> {
+    let unchanged = || args.to_vec();
+    if args.len() != 4 || upper(&args[0]) != "BF.LOADCHUNK" || args[3].is_empty() {
+        return unchanged();
+    }
+    let Some(end) = std::str::from_utf8(&args[2])
+        .ok()
+        .and_then(|t| t.parse::<u64>().ok())
+        .and_then(|it| it.checked_sub(1))
+    else {
+        return unchanged();
+    };
+    let data = &args[3];
+    let Some(offset) = end.checked_sub(data.len() as u64).filter(|_| end > 0) else {
+        return unchanged();
+    };
+    // RedisBloom's bit arrays, concatenated, from its own SCANDUMP (iterator 0 is the header).
+    let mut bits = Vec::new();
+    let mut it = 0i64;
+    loop {
+        let v = rb.run(
+            false,
+            &[
+                b"BF.SCANDUMP".to_vec(),
+                args[1].clone(),
+                it.to_string().into_bytes(),
+            ],
+        );
+        let R::Arr(pair) = v else {
+            return unchanged();
+        };
+        match (pair.first(), pair.get(1)) {
+            (Some(R::Int(0)), _) => break,
+            (Some(R::Int(next)), Some(R::Bulk(d))) => {
+                if it != 0 {
+                    bits.extend_from_slice(d);
+                }
+                it = *next;
+            }
+            _ => return unchanged(),
+        }
+    }
+    let range = offset as usize..offset as usize + data.len();
+    let Some(current) = bits.get(range) else {
+        return unchanged();
+    };
+    let ored = current.iter().zip(data).map(|(a, b)| a | b).collect();
+    vec![args[0].clone(), args[1].clone(), args[2].clone(), ored]
 }
 
 /// README's deliberate differences from RedisBloom that a stream meets, each in one place.
