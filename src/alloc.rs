@@ -14,6 +14,7 @@
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use redis_module::raw;
 
@@ -63,15 +64,64 @@ impl RawAlloc for RedisAlloc {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ModuleAlloc<A = RedisAlloc>(pub A);
 
-/// Whether an allocation of this alignment is stored behind a saved raw pointer.
+/// Whether an allocation of this alignment needs more than the server's allocator promises.
 fn over_aligned(align: usize) -> bool {
     align > GUARANTEED_ALIGN
+}
+
+/// Over-aligned requests at least this large are first asked for unpadded: jemalloc serves
+/// them from page-aligned extents (its large classes start at four pages), so a layer's bit
+/// array usually needs no padding, and padding by the alignment would push a request just
+/// at a size class (2 GiB) into the next one (2.5 GiB). `footprint::allocation` models this.
+pub const DIRECT_MIN_BYTES: usize = layerbloom_filter::footprint::UNPADDED_FROM as usize;
+
+/// How many unpadded over-aligned allocations can be live at once; past that, new ones are
+/// padded (correct, only larger). A filter's layers are the only such allocations.
+const DIRECT_SLOTS: usize = 4096;
+
+/// The live unpadded over-aligned allocations (0: a free slot). Lock-free, so the allocator
+/// never allocates or blocks to keep it; scanned only for allocations of at least
+/// `DIRECT_MIN_BYTES`, whose own cost (mapping or freeing pages) dwarfs the scan.
+static DIRECT: [AtomicUsize; DIRECT_SLOTS] = [const { AtomicUsize::new(0) }; DIRECT_SLOTS];
+
+/// Records `ptr` as an unpadded allocation; `false` when every slot is taken.
+fn register_direct(ptr: *mut u8) -> bool {
+    DIRECT.iter().any(|slot| {
+        slot.compare_exchange(0, ptr as usize, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    })
+}
+
+/// Forgets `ptr` if it was recorded as unpadded; whether it was.
+fn unregister_direct(ptr: *const u8) -> bool {
+    DIRECT.iter().any(|slot| {
+        slot.compare_exchange(ptr as usize, 0, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    })
+}
+
+/// Whether `ptr` is a live unpadded allocation.
+fn is_direct(ptr: *const u8) -> bool {
+    DIRECT
+        .iter()
+        .any(|slot| slot.load(Ordering::Acquire) == ptr as usize)
 }
 
 unsafe impl<A: RawAlloc> GlobalAlloc for ModuleAlloc<A> {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if !over_aligned(layout.align()) {
             return self.0.alloc(layout.size());
+        }
+        if layout.size() >= DIRECT_MIN_BYTES {
+            let ptr = self.0.alloc(layout.size());
+            if ptr.is_null() {
+                return ptr;
+            }
+            if (ptr as usize).is_multiple_of(layout.align()) && register_direct(ptr) {
+                return ptr;
+            }
+            // SAFETY: allocated just above and not handed out.
+            unsafe { self.0.free(ptr) };
         }
         let Some(total) = layout.size().checked_add(layout.align()) else {
             return std::ptr::null_mut();
@@ -105,13 +155,16 @@ unsafe impl<A: RawAlloc> GlobalAlloc for ModuleAlloc<A> {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` was returned by `alloc` with this layout; an over-aligned allocation
-        // stored its raw pointer in the 8 bytes before it.
+        // SAFETY: `ptr` was returned by `alloc` with this layout: as it is when it was not
+        // over-aligned or was recorded as unpadded, otherwise with its raw pointer stored in
+        // the 8 bytes before it.
         unsafe {
-            if over_aligned(layout.align()) {
-                self.0.free(ptr.cast::<*mut u8>().sub(1).read());
-            } else {
+            let unpadded = !over_aligned(layout.align())
+                || (layout.size() >= DIRECT_MIN_BYTES && unregister_direct(ptr));
+            if unpadded {
                 self.0.free(ptr);
+            } else {
+                self.0.free(ptr.cast::<*mut u8>().sub(1).read());
             }
         }
     }
@@ -185,7 +238,7 @@ pub unsafe fn allocated_size(ptr: *const u8, align: usize) -> Option<usize> {
     // SAFETY: see the function's contract.
     unsafe {
         let size = raw::RedisModule_MallocSize?;
-        let raw_ptr = if over_aligned(align) {
+        let raw_ptr = if over_aligned(align) && !is_direct(ptr) {
             ptr.cast::<*mut u8>().sub(1).read()
         } else {
             ptr.cast_mut()
@@ -230,12 +283,85 @@ mod tests {
         }
     }
 
+    /// jemalloc as it serves large requests: page-aligned blocks from four pages up (smaller
+    /// ones 8-aligned only); records each block's size as asked.
+    #[derive(Default)]
+    struct PageAlignedLarge {
+        live: RefCell<HashMap<usize, (Layout, usize, usize)>>,
+    }
+
+    impl RawAlloc for &PageAlignedLarge {
+        fn alloc(&self, size: usize) -> *mut u8 {
+            let (align, offset) = if size >= 4 * 4096 { (4096, 0) } else { (16, 8) };
+            let layout = Layout::from_size_align(size + offset, align).unwrap();
+            // SAFETY: the layout has a non-zero size.
+            let base = unsafe { std::alloc::alloc(layout) };
+            assert!(!base.is_null());
+            // SAFETY: within the allocation.
+            let ptr = unsafe { base.add(offset) };
+            self.live
+                .borrow_mut()
+                .insert(ptr as usize, (layout, offset, size));
+            ptr
+        }
+
+        unsafe fn free(&self, ptr: *mut u8) {
+            let (layout, offset, _) = self
+                .live
+                .borrow_mut()
+                .remove(&(ptr as usize))
+                .expect("freed a pointer that was not allocated, or twice");
+            // SAFETY: allocated above with this layout at `ptr - offset`.
+            unsafe { std::alloc::dealloc(ptr.sub(offset), layout) };
+        }
+    }
+
+    #[test]
+    fn large_over_aligned_blocks_take_no_padding_where_the_allocator_aligns_them() {
+        let raw = PageAlignedLarge::default();
+        let alloc = ModuleAlloc(&raw);
+        for (size, padded) in [(1000, true), (DIRECT_MIN_BYTES, false), (3 << 20, false)] {
+            let layout = Layout::from_size_align(size, 64).unwrap();
+            // SAFETY: non-zero sizes; each pointer is freed once with its layout.
+            unsafe {
+                let p = alloc.alloc(layout);
+                assert_eq!(p as usize % 64, 0);
+                let asked: Vec<usize> = raw.live.borrow().values().map(|v| v.2).collect();
+                assert_eq!(
+                    asked,
+                    [if padded { size + 64 } else { size }],
+                    "size {size}"
+                );
+                assert_eq!(is_direct(p), !padded);
+                std::ptr::write_bytes(p, 0x5A, size);
+                alloc.dealloc(p, layout);
+                assert!(!is_direct(p));
+            }
+            assert!(raw.live.borrow().is_empty(), "freed with the right pointer");
+        }
+    }
+
     #[test]
     fn every_alignment_is_honoured_over_memory_aligned_to_8_only() {
         let raw = EightAligned::default();
         let alloc = ModuleAlloc(&raw);
         for align in [1, 2, 4, 8, 16, 32, 64, 128, 4096] {
-            for size in [1, 7, 8, 15, 16, 24, 40, 56, 64, 100, 1000, 5000] {
+            for size in [
+                1,
+                7,
+                8,
+                15,
+                16,
+                24,
+                40,
+                56,
+                64,
+                100,
+                1000,
+                5000,
+                16 << 10,
+                1 << 20,
+            ] {
                 let layout = Layout::from_size_align(size, align).unwrap();
                 // SAFETY: non-zero size; freed below with the same layout.
                 unsafe {

@@ -316,3 +316,26 @@ fn capacity_warnings_are_rate_limited_in_the_log_and_every_event_arrives() {
         "{lines} warning lines for {crossings} crossings"
     );
 }
+
+/// A bit array of exactly a size class (16 MiB) stays in it: the module's allocator asks for
+/// large over-aligned arrays unpadded first (jemalloc returns them page-aligned), where
+/// padding by the 64-byte alignment used to push them into the next class (20 MiB).
+#[test]
+fn a_bit_array_of_exactly_a_size_class_takes_no_more_than_its_class() {
+    let s = Server::start();
+    let mut con = s.conn();
+    con.ok(&cmd!("BF.RESERVE", "small", 0.01, 100, "NONSCALING"));
+    let mut header = common::scandump(&mut con, "small")[0].1.clone();
+    // layerbloom's header v1: the first layer's record starts at 36, its block count at +24.
+    const BLOCKS_AT: usize = 36 + 24;
+    let blocks: u64 = 16 << 20 >> 6;
+    header[BLOCKS_AT..BLOCKS_AT + 8].copy_from_slice(&blocks.to_le_bytes());
+    con.ok(&cmd!("BF.LOADCHUNK", "exact", 1, header.as_slice()));
+    let usage: i64 = con.q(&cmd!("MEMORY", "USAGE", "exact"));
+    assert!(
+        usage < (16 << 20) + (1 << 20),
+        "MEMORY USAGE {usage} for a 16 MiB bit array: padded into the next size class"
+    );
+    let size = common::bf_info(&mut con, "exact").size;
+    assert!(size < (16 << 20) + (1 << 20), "BF.INFO Size {size}");
+}

@@ -1,9 +1,9 @@
 //! What a filter's allocations really cost, by a deterministic model of the allocator.
 //!
 //! Allocators hand out memory in size classes, and the module's allocator pads every request
-//! aligned above 8 bytes by its alignment (Redis guarantees 8; blocks want 64). Counting the
-//! requested bytes undercounts: a one-block layer asks for 64 bytes and takes 128, a 2 GiB bit
-//! array asks for 2 GiB + 64 and lands in the 2.5 GiB class. The memory limit, `INFO bf`
+//! aligned above 8 bytes by its alignment (Redis guarantees 8; blocks want 64) unless it is
+//! large enough to come page-aligned. Counting the requested bytes undercounts: a one-block
+//! layer asks for 64 bytes and takes 128. The memory limit, `INFO bf`
 //! `bf_bytes` and `BF.INFO` `Size` count this model, not the allocator's answer at run time:
 //! the same filter then has the same figure on every server, its copies and its replicas.
 //!
@@ -32,13 +32,24 @@ pub fn size_class(size: u64) -> u64 {
     }
 }
 
+/// Over-aligned requests at least this large are served unpadded where the allocator aligns
+/// them itself (jemalloc's large classes are page-aligned); the module's allocator
+/// (`src/alloc.rs`) uses the same bound.
+pub const UNPADDED_FROM: u64 = 16 << 10;
+
 /// Bytes an allocation of `size` bytes aligned to `align` takes through the module's
-/// allocator: over-aligned requests carry their alignment as padding.
+/// allocator: small over-aligned requests carry their alignment as padding, large ones do not
+/// (under glibc's malloc, which aligns them to 16 only, they are padded after all: a few
+/// bytes more than counted, against a model that rounds up to jemalloc's classes).
 pub fn allocation(size: u64, align: u64) -> u64 {
     if size == 0 {
         return 0;
     }
-    let padding = if align > GUARANTEED_ALIGN { align } else { 0 };
+    let padding = if align > GUARANTEED_ALIGN && size < UNPADDED_FROM {
+        align
+    } else {
+        0
+    };
     size_class(size.saturating_add(padding))
 }
 
@@ -76,7 +87,9 @@ mod tests {
         assert_eq!(allocation(64, 64), 128);
         assert_eq!(allocation(64, 8), 64);
         assert_eq!(allocation(0, 64), 0);
-        assert_eq!(allocation(2 << 30, 64), (5 << 30) / 2);
+        // A 2 GiB bit array stays in its class: large ones are not padded.
+        assert_eq!(allocation(2 << 30, 64), 2 << 30);
+        assert_eq!(allocation(UNPADDED_FROM - 64, 64), UNPADDED_FROM);
     }
 
     #[test]
