@@ -23,9 +23,8 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use common::{redisbloom_path, server_error_text, wait_until, Exec, Rng, Server};
+use common::{redisbloom_path, server_error_text, Exec, Rng, Server};
 use redis::Value;
 
 /// The seeds of the random streams; printed with every discrepancy.
@@ -709,6 +708,47 @@ fn add_items(args: &[Vec<u8>]) -> Vec<Vec<u8>> {
     }
 }
 
+/// Copies the rest of a SCANDUMP walk of `src` from iterator `it` into `dst` on one server;
+/// why it stopped early, if it did.
+fn finish_copy(
+    side: &mut Side,
+    resp3: bool,
+    src: &[u8],
+    dst: &[u8],
+    mut it: i64,
+) -> Result<(), String> {
+    for _ in 0..10_000 {
+        let v = side.run(
+            resp3,
+            &[
+                b"BF.SCANDUMP".to_vec(),
+                src.to_vec(),
+                it.to_string().into_bytes(),
+            ],
+        );
+        let Some((next, data)) = chunk(&v) else {
+            return Err(format!("SCANDUMP {} {it}: {v}", show(&[src.to_vec()])));
+        };
+        if next == 0 {
+            return Ok(());
+        }
+        let ok = side.run(
+            resp3,
+            &[
+                b"BF.LOADCHUNK".to_vec(),
+                dst.to_vec(),
+                next.to_string().into_bytes(),
+                data,
+            ],
+        );
+        if ok.is_err() {
+            return Err(format!("refused its own chunk {next}: {ok}"));
+        }
+        it = next;
+    }
+    Ok(())
+}
+
 /// README, BF.SCANDUMP / BF.LOADCHUNK: a chunk is ORed into the filter's bits, where
 /// RedisBloom overwrites them (so that no chunk can erase a live filter's items). RedisBloom
 /// is sent the chunk ORed with its own bytes at that offset: both servers then end with the
@@ -1265,81 +1305,17 @@ impl Pair {
         }
     }
 
-    fn finish_rb_copy(&mut self, resp3: bool, src: &[u8], dst: &[u8], mut it: i64) {
-        for _ in 0..10_000 {
-            let v = self.rb.run(
-                resp3,
-                &[
-                    b"BF.SCANDUMP".to_vec(),
-                    src.to_vec(),
-                    it.to_string().into_bytes(),
-                ],
-            );
-            let Some((next, data)) = chunk(&v) else {
-                return;
-            };
-            if next == 0 {
-                return;
-            }
-            let ok = self.rb.run(
-                resp3,
-                &[
-                    b"BF.LOADCHUNK".to_vec(),
-                    dst.to_vec(),
-                    next.to_string().into_bytes(),
-                    data,
-                ],
-            );
-            if ok.is_err() {
-                self.diffs.push(format!(
-                    "[{:?} seed {:#x}] RedisBloom refused its own chunk: {ok}",
-                    self.layout, self.seed
-                ));
-                return;
-            }
-            it = next;
+    fn finish_rb_copy(&mut self, resp3: bool, src: &[u8], dst: &[u8], it: i64) {
+        let what = format!("[{:?} seed {:#x}] RedisBloom", self.layout, self.seed);
+        if let Err(e) = finish_copy(&mut self.rb, resp3, src, dst, it) {
+            self.diffs.push(format!("{what}: {e}"));
         }
     }
 
-    fn finish_lb_copy(&mut self, resp3: bool, src: &[u8], dst: &[u8], mut it: i64) {
-        for _ in 0..10_000 {
-            let v = self.lb.run(
-                resp3,
-                &[
-                    b"BF.SCANDUMP".to_vec(),
-                    src.to_vec(),
-                    it.to_string().into_bytes(),
-                ],
-            );
-            let Some((next, data)) = chunk(&v) else {
-                self.diffs.push(format!(
-                    "[{:?} seed {:#x}] layerbloom's SCANDUMP {} {it}: {v}",
-                    self.layout,
-                    self.seed,
-                    show(&[src.to_vec()])
-                ));
-                return;
-            };
-            if next == 0 {
-                return;
-            }
-            let ok = self.lb.run(
-                resp3,
-                &[
-                    b"BF.LOADCHUNK".to_vec(),
-                    dst.to_vec(),
-                    next.to_string().into_bytes(),
-                    data,
-                ],
-            );
-            if ok.is_err() {
-                self.diffs.push(format!(
-                    "[{:?} seed {:#x}] layerbloom refused its own chunk {next}: {ok}",
-                    self.layout, self.seed
-                ));
-                return;
-            }
-            it = next;
+    fn finish_lb_copy(&mut self, resp3: bool, src: &[u8], dst: &[u8], it: i64) {
+        let what = format!("[{:?} seed {:#x}] layerbloom", self.layout, self.seed);
+        if let Err(e) = finish_copy(&mut self.lb, resp3, src, dst, it) {
+            self.diffs.push(format!("{what}: {e}"));
         }
     }
 
@@ -2024,12 +2000,7 @@ fn a_redisbloom_aof_replays_into_layerbloom() {
     let mut filters = populate(&mut rb, "");
     assert!(rb.line(false, "BGREWRITEAOF").text().is_some());
     let mut con = rb.server.conn();
-    wait_until(Duration::from_secs(30), "the AOF rewrite", || {
-        let info = con.info_map("persistence");
-        info.get("aof_rewrite_in_progress").map(String::as_str) == Some("0")
-            && info.get("aof_rewrite_scheduled").map(String::as_str) == Some("0")
-            && info.get("aof_last_bgrewrite_status").map(String::as_str) == Some("ok")
-    });
+    common::wait_for_aof_rewrite(&mut con);
     // Commands after the rewrite: replayed from the incremental file.
     let late = [
         ("late:r", "BF.RESERVE late:r 0.001 5 EXPANSION 2"),

@@ -131,19 +131,6 @@ fn assert_unchanged(
     }
 }
 
-fn wait_for_rewrite(con: &mut redis::Connection) {
-    common::wait_until(Duration::from_secs(60), "the AOF rewrite", || {
-        let info = con.info_map("persistence");
-        info.get("aof_rewrite_in_progress").map(String::as_str) == Some("0")
-            && info.get("aof_rewrite_scheduled").map(String::as_str) == Some("0")
-    });
-    let info = con.info_map("persistence");
-    assert_eq!(
-        info.get("aof_last_bgrewrite_status").map(String::as_str),
-        Some("ok")
-    );
-}
-
 /// The AOF base file named by the manifest.
 fn aof_base(dir: &Path) -> PathBuf {
     aof_file(dir, "b")
@@ -208,11 +195,11 @@ fn filters_survive_an_aof_rewrite_without_rdb_preamble_and_restart() {
         .start();
     let ks = s.keys("aof");
     let mut con = s.conn();
-    wait_for_rewrite(&mut con);
+    common::wait_for_aof_rewrite(&mut con);
     let fixtures = build_fixtures(&mut con, &ks);
     let before = snapshots(&mut con, &fixtures);
     con.raw(&cmd!("BGREWRITEAOF"));
-    wait_for_rewrite(&mut con);
+    common::wait_for_aof_rewrite(&mut con);
     // The module's AOF rewrite wrote the filters as BF.LOADCHUNK commands.
     let base = aof_base(s.dir());
     let text = fs::read(&base).unwrap();
@@ -238,11 +225,11 @@ fn filters_survive_an_aof_rewrite_with_rdb_preamble_and_restart() {
     let mut s = Server::builder().config("appendonly", "yes").start();
     let ks = s.keys("aof-preamble");
     let mut con = s.conn();
-    wait_for_rewrite(&mut con);
+    common::wait_for_aof_rewrite(&mut con);
     let fixtures = build_fixtures(&mut con, &ks);
     let before = snapshots(&mut con, &fixtures);
     con.raw(&cmd!("BGREWRITEAOF"));
-    wait_for_rewrite(&mut con);
+    common::wait_for_aof_rewrite(&mut con);
     let base = aof_base(s.dir());
     assert!(fs::read(&base).unwrap().starts_with(b"REDIS"));
     s.restart(Stop::NoSave);
@@ -261,7 +248,7 @@ fn filters_survive_a_restart_from_the_aof_command_log() {
     let mut s = Server::builder().config("appendonly", "yes").start();
     let ks = s.keys("aof-log");
     let mut con = s.conn();
-    wait_for_rewrite(&mut con);
+    common::wait_for_aof_rewrite(&mut con);
     let fixtures = build_fixtures(&mut con, &ks);
     // LOADCHUNK and INSERT go to the log too.
     let chunks = common::scandump(&mut con, &fixtures[0].key);
@@ -330,7 +317,7 @@ fn adds_are_logged_as_sent_only_when_every_item_changed_an_existing_filter() {
     require_own_server!();
     let mut s = Server::builder().config("appendonly", "yes").start();
     let mut con = s.conn();
-    wait_for_rewrite(&mut con);
+    common::wait_for_aof_rewrite(&mut con);
     con.ok(&cmd!("BF.RESERVE", "f", "0.01", 100));
     assert_eq!(con.q::<i64>(&cmd!("BF.ADD", "f", "a")), 1);
     assert_eq!(con.q::<i64>(&cmd!("BF.ADD", "f", "a")), 0);

@@ -187,23 +187,6 @@ fn aof_base(dir: &Path) -> PathBuf {
     aof_dir.join(name)
 }
 
-fn wait_for_rewrite(con: &mut redis::Connection) {
-    common::wait_until(
-        std::time::Duration::from_secs(120),
-        "the AOF rewrite",
-        || {
-            let info = con.info_map("persistence");
-            info.get("aof_rewrite_in_progress").map(String::as_str) == Some("0")
-                && info.get("aof_rewrite_scheduled").map(String::as_str) == Some("0")
-        },
-    );
-    let info = con.info_map("persistence");
-    assert_eq!(
-        info.get("aof_last_bgrewrite_status").map(String::as_str),
-        Some("ok")
-    );
-}
-
 /// Occurrences of `needle` in `hay`.
 fn count(hay: &[u8], needle: &[u8]) -> usize {
     hay.windows(needle.len()).filter(|w| *w == needle).count()
@@ -217,13 +200,13 @@ fn the_aof_rewrite_of_the_longest_chain_writes_one_chunk_per_layer_and_reloads()
         .config("aof-use-rdb-preamble", "no")
         .start();
     let mut con = s.conn();
-    wait_for_rewrite(&mut con);
+    common::wait_for_aof_rewrite(&mut con);
     fill_longest_chain(&mut con, "chain");
     let layers = bf_info(&mut con, "chain").filters;
     assert_eq!(layers, MAX_LAYERS as i64);
     let before = digest(&mut con, "chain");
     con.raw(&cmd!("BGREWRITEAOF"));
-    wait_for_rewrite(&mut con);
+    common::wait_for_aof_rewrite(&mut con);
     let base = fs::read(aof_base(s.dir())).unwrap();
     // The header, then one chunk per layer (each holds an item, so none is all zeros).
     assert_eq!(count(&base, b"BF.LOADCHUNK"), 1 + MAX_LAYERS);
@@ -255,7 +238,7 @@ fn a_filter_of_more_layers_than_the_cap_still_loads_from_the_aof_and_cannot_grow
     con.ok(&cmd!("BF.RESERVE", "one", 0.01, 1, "EXPANSION", 1));
     let header = scandump(&mut con, "one")[0].1.clone();
     let _ = con.raw(&cmd!("BGREWRITEAOF"));
-    wait_for_rewrite(&mut con);
+    common::wait_for_aof_rewrite(&mut con);
     // The AOF of a server that had such a filter (RedisBloom sets no bound on layers; an
     // older layerbloom neither): a header no client may send.
     let over = header_with_layers(&header, MAX_LAYERS + 1);

@@ -613,6 +613,21 @@ pub fn wait_until(timeout: Duration, what: &str, mut done: impl FnMut() -> bool)
 }
 
 /// Waits until a replica's link to its primary is up (bounded, not a speed assertion).
+/// Waits until no AOF rewrite runs or is scheduled, then checks that the last one succeeded.
+pub fn wait_for_aof_rewrite(con: &mut redis::Connection) {
+    wait_until(Duration::from_secs(120), "the AOF rewrite", || {
+        let info = con.info_map("persistence");
+        info.get("aof_rewrite_in_progress").map(String::as_str) == Some("0")
+            && info.get("aof_rewrite_scheduled").map(String::as_str) == Some("0")
+    });
+    let info = con.info_map("persistence");
+    assert_eq!(
+        info.get("aof_last_bgrewrite_status").map(String::as_str),
+        Some("ok"),
+        "the last AOF rewrite failed"
+    );
+}
+
 pub fn wait_for_link(replica: &Server) {
     let mut con = replica.conn();
     wait_until(Duration::from_secs(60), "master_link_status:up", || {
