@@ -75,36 +75,65 @@ fn over_aligned(align: usize) -> bool {
 /// at a size class (2 GiB) into the next one (2.5 GiB). `footprint::allocation` models this.
 pub const DIRECT_MIN_BYTES: usize = layerbloom_filter::footprint::UNPADDED_FROM as usize;
 
-/// How many unpadded over-aligned allocations can be live at once; past that, new ones are
-/// padded (correct, only larger). A filter's layers are the only such allocations.
-const DIRECT_SLOTS: usize = 4096;
+/// Slots of the table of live unpadded allocations (a power of two), and how far from its
+/// home slot a pointer may be placed. A pointer that finds no free slot within reach is
+/// padded instead (correct, only larger), so the table never needs to grow.
+const DIRECT_SLOTS: usize = 1 << 14;
+const DIRECT_PROBES: usize = 32;
 
-/// The live unpadded over-aligned allocations (0: a free slot). Lock-free, so the allocator
-/// never allocates or blocks to keep it; scanned only for allocations of at least
-/// `DIRECT_MIN_BYTES`, whose own cost (mapping or freeing pages) dwarfs the scan.
+/// A slot whose pointer was freed; lookups go past it, inserts reuse it. Slots never return
+/// to empty (0), so a lookup that meets an empty slot knows its pointer is not further on.
+const FREED: usize = 1;
+
+/// The live unpadded over-aligned allocations: an open-addressed set of pointers, lock-free so
+/// that the allocator never allocates or blocks to keep it (the lazy-free thread frees too).
 static DIRECT: [AtomicUsize; DIRECT_SLOTS] = [const { AtomicUsize::new(0) }; DIRECT_SLOTS];
 
-/// Records `ptr` as an unpadded allocation; `false` when every slot is taken.
+/// The slots `ptr` may occupy, in probe order.
+fn probe(ptr: *const u8) -> impl Iterator<Item = &'static AtomicUsize> {
+    // Fibonacci hashing of the page number: large blocks are page-aligned.
+    let home = ((ptr as u64 >> 12).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        >> (64 - DIRECT_SLOTS.trailing_zeros())) as usize;
+    (0..DIRECT_PROBES).map(move |i| &DIRECT[(home + i) & (DIRECT_SLOTS - 1)])
+}
+
+/// Records `ptr` as an unpadded allocation; `false` when no slot within reach is free.
 fn register_direct(ptr: *mut u8) -> bool {
-    DIRECT.iter().any(|slot| {
-        slot.compare_exchange(0, ptr as usize, Ordering::AcqRel, Ordering::Relaxed)
-            .is_ok()
+    probe(ptr).any(|slot| {
+        let current = slot.load(Ordering::Acquire);
+        (current == 0 || current == FREED)
+            && slot
+                .compare_exchange(current, ptr as usize, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
     })
 }
 
 /// Forgets `ptr` if it was recorded as unpadded; whether it was.
 fn unregister_direct(ptr: *const u8) -> bool {
-    DIRECT.iter().any(|slot| {
-        slot.compare_exchange(ptr as usize, 0, Ordering::AcqRel, Ordering::Relaxed)
-            .is_ok()
-    })
+    for slot in probe(ptr) {
+        match slot.load(Ordering::Acquire) {
+            0 => return false,
+            p if p == ptr as usize => {
+                return slot
+                    .compare_exchange(p, FREED, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Whether `ptr` is a live unpadded allocation.
 fn is_direct(ptr: *const u8) -> bool {
-    DIRECT
-        .iter()
-        .any(|slot| slot.load(Ordering::Acquire) == ptr as usize)
+    for slot in probe(ptr) {
+        match slot.load(Ordering::Acquire) {
+            0 => return false,
+            p if p == ptr as usize => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 unsafe impl<A: RawAlloc> GlobalAlloc for ModuleAlloc<A> {

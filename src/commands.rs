@@ -88,11 +88,11 @@ fn header_strictness(ctx: &Context) -> codec::Strictness {
 /// RedisBloom lowers error rates above a quarter; the client is not told, so the log is.
 fn cap_error_rate(ctx: &Context, key: &RedisString, mut spec: FilterSpec) -> FilterSpec {
     if spec.error > args::MAX_ERROR_RATE {
-        crate::log::warning(
-            Some(ctx),
+        crate::log_limit::error_rate_warning(
+            ctx,
             &format!(
                 "layerbloom: filter '{}' asked for error rate {}; it uses {} (the maximum)",
-                key.to_string_lossy(),
+                crate::log::key_name(key.as_slice()),
                 spec.error,
                 args::MAX_ERROR_RATE
             ),
@@ -293,7 +293,9 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key(&args[1]);
     let filter = read_filter(&key)?.ok_or(BfError::NotFound)?;
     let request = InfoRequest::parse(args.get(2).map(RedisString::as_slice))?;
-    let layers = filter.layer_summaries();
+    // Walked only for the figures that need every layer.
+    let summaries = std::cell::OnceCell::new();
+    let layers = || summaries.get_or_init(|| filter.layer_summaries());
     let classic = filter.is_classic();
     let reply = Reply::new(ctx);
     let count = |n: u64| reply.int(i64::try_from(n).unwrap_or(i64::MAX));
@@ -307,9 +309,9 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
             None => reply.null(),
         },
         InfoField::ErrorRate => reply.double(filter.error()),
-        InfoField::FillRatio => reply.double(layers.last().map_or(0.0, health::fill_ratio)),
-        InfoField::EstimatedFpr => reply.double(health::chain_fpr(&layers, classic)),
-        InfoField::EstimatedDistinct => count(health::distinct_items(&layers, classic)),
+        InfoField::FillRatio => reply.double(layers().last().map_or(0.0, health::fill_ratio)),
+        InfoField::EstimatedFpr => reply.double(health::estimated_fpr(filter)),
+        InfoField::EstimatedDistinct => count(health::distinct_items(layers(), classic)),
         InfoField::MaxCapacity => count(health::max_capacity(filter, config::max_filter_memory())),
     };
     let fields: &[InfoField] = match request {

@@ -142,10 +142,8 @@ fn load_buffer(rdb: *mut raw::RedisModuleIO) -> Result<LoadedBuffer, String> {
     Ok(buffer)
 }
 
-/// RedisBloom's RDB fields read through the module API. `budget`: the bytes of bit arrays a
-/// client's RESTORE may still bring (RedisBloom's values carry no sizes up front, so they are
-/// refused once their layers pass the limit, one layer late at most).
-struct IoSource(*mut raw::RedisModuleIO, Option<u64>);
+/// RedisBloom's RDB fields read through the module API.
+struct IoSource(*mut raw::RedisModuleIO);
 
 impl IoSource {
     fn check(&self) -> Result<(), CodecError> {
@@ -174,17 +172,7 @@ impl RdbSource for IoSource {
     }
 
     fn buffer(&mut self) -> Result<LoadedBuffer, CodecError> {
-        let buffer = load_buffer(self.0)
-            .map_err(|_| CodecError::BadData("the value is truncated or unreadable"))?;
-        if let Some(budget) = &mut self.1 {
-            *budget = budget
-                .checked_sub(buffer.len as u64)
-                .ok_or(CodecError::BadData(
-                    "a RESTORE of it would pass the memory limit (bf-max-filter-memory or \
-                     maxmemory)",
-                ))?;
-        }
-        Ok(buffer)
+        load_buffer(self.0).map_err(|_| CodecError::BadData("the value is truncated or unreadable"))
     }
 }
 
@@ -232,9 +220,12 @@ fn within_layer_cap(layers: usize, from_client: bool) -> Result<(), String> {
 fn load_value(rdb: *mut raw::RedisModuleIO, encver: c_int) -> Result<ScalableFilter, String> {
     let limits = restore_limits(rdb);
     if (0..=codec::REDISBLOOM_MAX_ENCVER).contains(&encver) {
+        // A client's RESTORE: the layer cap and the memory limits are applied as the value is
+        // read (its layer count and each layer's size come before the layer's bits).
         let budget = limits.map(|l| l.bytes());
-        let (filter, warnings) = codec::decode_redisbloom_value(&mut IoSource(rdb, budget), encver)
-            .map_err(|e| e.to_string())?;
+        let (filter, warnings) =
+            codec::decode_redisbloom_value_within(&mut IoSource(rdb), encver, budget)
+                .map_err(|e| e.to_string())?;
         for warning in warnings {
             crate::log::warning(
                 None,

@@ -36,3 +36,16 @@ pub fn warning(ctx: Option<&Context>, message: &str) {
 pub fn notice(ctx: Option<&Context>, message: &str) {
     write(ctx, c"notice", message);
 }
+
+/// At most this many bytes of a key name go into a log line: a client chooses its length.
+const LOGGED_KEY_BYTES: usize = 200;
+
+/// A key name as a log line shows it: its first `LOGGED_KEY_BYTES` bytes, `...` if cut.
+pub fn key_name(name: &[u8]) -> String {
+    let shown = String::from_utf8_lossy(&name[..name.len().min(LOGGED_KEY_BYTES)]);
+    if name.len() > LOGGED_KEY_BYTES {
+        format!("{shown}...")
+    } else {
+        shown.into_owned()
+    }
+}

@@ -1,9 +1,11 @@
-//! A server-wide budget for the capacity warnings in the log. Every crossing of the warning
-//! threshold is a keyspace event and is counted in `INFO bf`, but a client that fills many
-//! tiny filters (or one filter with EXPANSION 1) crosses once per add: a line each would let
-//! it fill the disk. At most [`LINES_PER_SECOND`] warnings are written in a second; the rest
-//! are counted, and the next second's first warning is preceded by a line saying how many were
-//! left out. Only the main thread logs warnings, but atomics keep this safe anyway.
+//! Server-wide budgets for the warnings a client can cause in the log: capacity warnings, and
+//! error rates lowered to the maximum. Every crossing of the warning threshold is a keyspace
+//! event and is counted in `INFO bf`, but a client that fills many tiny filters (or one filter
+//! with EXPANSION 1) crosses once per add, and one that creates filters at an error rate of
+//! 0.5 warns once per creation: a line each would let it fill the disk. At most
+//! [`LINES_PER_SECOND`] warnings of each kind are written in a second; the rest are counted,
+//! and the next second's first warning is preceded by a line saying how many were left out.
+//! Only the main thread logs warnings, but atomics keep this safe anyway.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -11,17 +13,65 @@ use std::time::Instant;
 
 use redis_module::Context;
 
-/// Capacity-warning lines written per second, server-wide.
+/// Lines of one kind of warning written per second, server-wide.
 pub const LINES_PER_SECOND: u64 = 10;
 
-/// The second (since the first warning) that `LINES` counts.
-static WINDOW: AtomicU64 = AtomicU64::new(u64::MAX);
-/// Warnings written in the current second.
-static LINES: AtomicU64 = AtomicU64::new(0);
-/// Warnings left out since the last line that reported them.
-static PENDING: AtomicU64 = AtomicU64::new(0);
-/// Warnings left out since the server started (`INFO bf` `capacity_warnings_suppressed`).
-static SUPPRESSED: AtomicU64 = AtomicU64::new(0);
+/// The log budget of one kind of warning.
+struct Budget {
+    /// What the warnings are, for the line that reports the ones left out.
+    what: &'static str,
+    /// The second (since the first warning) that `lines` counts.
+    window: AtomicU64,
+    /// Warnings written in the current second.
+    lines: AtomicU64,
+    /// Warnings left out since the last line that reported them.
+    pending: AtomicU64,
+    /// Warnings left out since the server started.
+    suppressed: AtomicU64,
+}
+
+impl Budget {
+    const fn new(what: &'static str) -> Self {
+        Budget {
+            what,
+            window: AtomicU64::new(u64::MAX),
+            lines: AtomicU64::new(0),
+            pending: AtomicU64::new(0),
+            suppressed: AtomicU64::new(0),
+        }
+    }
+
+    /// Writes `message` if this second's budget allows, else counts it as left out.
+    fn warning(&self, ctx: &Context, message: &str) {
+        let now = second_now();
+        if self.window.swap(now, Ordering::Relaxed) != now {
+            self.lines.store(0, Ordering::Relaxed);
+            let pending = self.pending.swap(0, Ordering::Relaxed);
+            if pending > 0 {
+                crate::log::warning(
+                    Some(ctx),
+                    &format!(
+                        "layerbloom: {pending} {} were not logged (at most {LINES_PER_SECOND} a \
+                         second are)",
+                        self.what
+                    ),
+                );
+            }
+        }
+        if self.lines.fetch_add(1, Ordering::Relaxed) < LINES_PER_SECOND {
+            crate::log::warning(Some(ctx), message);
+        } else {
+            self.pending.fetch_add(1, Ordering::Relaxed);
+            self.suppressed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+static CAPACITY: Budget = Budget::new(
+    "capacity warnings (INFO bf capacity_warnings_suppressed counts them all, the \
+     bf.capacity keyspace events report each)",
+);
+static ERROR_RATE: Budget = Budget::new("warnings of error rates above a quarter");
 
 fn second_now() -> u64 {
     static START: OnceLock<Instant> = OnceLock::new();
@@ -30,30 +80,15 @@ fn second_now() -> u64 {
 
 /// Writes a capacity warning if this second's budget allows, else counts it as suppressed.
 pub fn capacity_warning(ctx: &Context, message: &str) {
-    let now = second_now();
-    if WINDOW.swap(now, Ordering::Relaxed) != now {
-        LINES.store(0, Ordering::Relaxed);
-        let pending = PENDING.swap(0, Ordering::Relaxed);
-        if pending > 0 {
-            crate::log::warning(
-                Some(ctx),
-                &format!(
-                    "layerbloom: {pending} capacity warnings were not logged (at most \
-                     {LINES_PER_SECOND} a second are; INFO bf capacity_warnings_suppressed \
-                     counts them all, the bf.capacity keyspace events report each)"
-                ),
-            );
-        }
-    }
-    if LINES.fetch_add(1, Ordering::Relaxed) < LINES_PER_SECOND {
-        crate::log::warning(Some(ctx), message);
-    } else {
-        PENDING.fetch_add(1, Ordering::Relaxed);
-        SUPPRESSED.fetch_add(1, Ordering::Relaxed);
-    }
+    CAPACITY.warning(ctx, message);
+}
+
+/// Writes a warning that an error rate was lowered to the maximum, within its own budget.
+pub fn error_rate_warning(ctx: &Context, message: &str) {
+    ERROR_RATE.warning(ctx, message);
 }
 
 /// Capacity warnings left out of the log since the server started.
 pub fn suppressed() -> u64 {
-    SUPPRESSED.load(Ordering::Relaxed)
+    CAPACITY.suppressed.load(Ordering::Relaxed)
 }

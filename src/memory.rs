@@ -11,6 +11,7 @@
 
 use std::ffi::c_int;
 
+use layerbloom_filter::chain::MAX_LAYERS;
 use layerbloom_filter::codec::CodecError;
 use layerbloom_filter::{FilterError, Layers, ScalableFilter};
 use redis_module::{raw, ContextFlags};
@@ -132,8 +133,12 @@ impl Limits {
     }
 }
 
-/// Whether adding `items` items could fill the newest layer and so grow the filter.
+/// Whether adding `items` items could fill the newest layer and so grow the filter (never a
+/// non-scaling filter, or one at the layer cap: their adds are refused without allocating).
 fn may_grow(filter: &ScalableFilter, items: usize) -> bool {
+    if filter.expansion().is_none() || filter.layer_count() >= MAX_LAYERS {
+        return false;
+    }
     let (capacity, held) = match filter.layers() {
         Layers::Blocked(l) => l.last().map_or((0, 0), |l| (l.capacity(), l.items())),
         Layers::Classic { layers, .. } => layers

@@ -150,9 +150,6 @@ fn replicate_creation(ctx: &Context, key: &RedisString, header: &[u8]) {
     ctx.replicate("BF.LOADCHUNK", &args[..]);
 }
 
-/// At most this many bytes of a key name go into a log line.
-const LOGGED_KEY_BYTES: usize = 200;
-
 /// Logs and notifies every layer the write took to the warning threshold.
 fn capacity_warnings(ctx: &Context, key: &RedisString, before: LoadMark, filter: &ScalableFilter) {
     let percent = config::capacity_warning();
@@ -160,13 +157,7 @@ fn capacity_warnings(ctx: &Context, key: &RedisString, before: LoadMark, filter:
     if crossed.is_empty() || ctx.get_flags().contains(ContextFlags::LOADING) {
         return;
     }
-    let name = key.as_slice();
-    let shown = String::from_utf8_lossy(&name[..name.len().min(LOGGED_KEY_BYTES)]);
-    let more = if name.len() > LOGGED_KEY_BYTES {
-        "..."
-    } else {
-        ""
-    };
+    let shown = crate::log::key_name(key.as_slice());
     let next = match filter.expansion() {
         Some(e) => format!("when it is full the filter adds a layer {e} times larger"),
         None => "the filter is non-scaling: when it is full it refuses new items".to_string(),
@@ -175,7 +166,7 @@ fn capacity_warnings(ctx: &Context, key: &RedisString, before: LoadMark, filter:
         log_limit::capacity_warning(
             ctx,
             &format!(
-                "layerbloom: Bloom filter '{shown}{more}' reached {percent}% of its capacity: \
+                "layerbloom: Bloom filter '{shown}' reached {percent}% of its capacity: \
              layer {} of {} holds {} of {} items (bf-capacity-warning {percent}); {next}",
                 c.layer + 1,
                 filter.layer_count(),

@@ -339,3 +339,41 @@ fn a_bit_array_of_exactly_a_size_class_takes_no_more_than_its_class() {
     let size = common::bf_info(&mut con, "exact").size;
     assert!(size < (16 << 20) + (1 << 20), "BF.INFO Size {size}");
 }
+
+/// A client creating filters at an error rate above a quarter warns once per creation, with a
+/// key name of its choosing: the lines are rate-limited and show at most 200 bytes of a key.
+#[test]
+fn error_rate_warnings_are_rate_limited_and_cut_long_key_names() {
+    require_own_server!();
+    let s = Server::start();
+    let mut con = s.conn();
+    let long = "k".repeat(100_000);
+    let started = std::time::Instant::now();
+    con.ok(&cmd!("BF.RESERVE", &long, "0.5", 10));
+    let mut pipe = redis::pipe();
+    for i in 0..2000 {
+        pipe.cmd("BF.RESERVE")
+            .arg(format!("e{i}"))
+            .arg("0.5")
+            .arg(10)
+            .ignore();
+    }
+    pipe.query::<()>(&mut con).unwrap();
+    let seconds = started.elapsed().as_secs();
+    let log = s.log();
+    let lines = log
+        .lines()
+        .filter(|l| l.contains("asked for error rate"))
+        .count() as u64;
+    // At most 10 a second, whatever the run's speed.
+    assert!(
+        (1..=10 * (seconds + 2)).contains(&lines),
+        "{lines} warning lines for 2001 creations in {seconds} s"
+    );
+    assert!(
+        log.len() < 20_000,
+        "the log holds {} bytes: a 100 000-byte key name was written whole",
+        log.len()
+    );
+    assert_eq!(con.q::<i64>(&cmd!("EXISTS", "e1999")), 1);
+}

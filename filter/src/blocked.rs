@@ -473,14 +473,11 @@ impl BlockedLayer {
     /// added while a copy is loaded stays, and a chunk of zeros erases nothing.
     pub(crate) fn or_bytes(&mut self, offset: usize, data: &[u8]) {
         let bytes = self.as_bytes_mut();
-        let target = &mut bytes[offset..offset + data.len()];
-        let before = crate::bits::count_ones(target);
-        for (t, d) in target.iter_mut().zip(data) {
-            *t |= d;
+        let set = crate::bits::or_into(&mut bytes[offset..offset + data.len()], data);
+        self.set_bits += set;
+        if set > 0 {
+            self.refresh_estimate();
         }
-        let after = crate::bits::count_ones(target);
-        self.set_bits = self.set_bits - before + after;
-        self.refresh_estimate();
     }
 
     /// Recomputes the kept false-positive estimate for the current bits.

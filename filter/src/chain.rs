@@ -348,7 +348,9 @@ impl ScalableFilter {
                 align_of::<crate::blocked::Block>() as u64,
             )
         };
-        let table = allocation((table_len * entry) as u64, 8);
+        // The layer table and the layers' cumulative byte offsets (`ends`), one entry each.
+        let table = allocation((table_len * entry) as u64, 8)
+            .saturating_add(allocation((table_len * size_of::<u64>()) as u64, 8));
         let boxed = allocation(
             size_of::<ScalableFilter>() as u64,
             align_of::<ScalableFilter>() as u64,
@@ -698,13 +700,11 @@ impl ScalableFilter {
     pub fn memory_usage(&self) -> u64 {
         match &self.layers {
             Layers::Blocked(l) => {
-                Self::modelled_bytes(false, l.capacity(), l.iter().map(BlockedLayer::bytes))
+                Self::modelled_bytes(false, l.len(), l.iter().map(BlockedLayer::bytes))
             }
-            Layers::Classic { layers, .. } => Self::modelled_bytes(
-                true,
-                layers.capacity(),
-                layers.iter().map(ClassicLayer::bytes),
-            ),
+            Layers::Classic { layers, .. } => {
+                Self::modelled_bytes(true, layers.len(), layers.iter().map(ClassicLayer::bytes))
+            }
         }
     }
 

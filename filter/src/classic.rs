@@ -262,13 +262,8 @@ impl ClassicLayer {
 
     /// ORs bytes in at `offset` (range checked by the caller), recounting the range's bits.
     pub(crate) fn or_bytes(&mut self, offset: usize, data: &[u8]) {
-        let target = &mut self.bytes[offset..offset + data.len()];
-        let before = crate::bits::count_ones(target);
-        for (t, d) in target.iter_mut().zip(data) {
-            *t |= d;
-        }
-        let after = crate::bits::count_ones(target);
-        self.set_bits = self.set_bits - before + after;
+        let set = crate::bits::or_into(&mut self.bytes[offset..offset + data.len()], data);
+        self.set_bits += set;
     }
 
     pub fn try_clone(&self) -> Result<Self, FilterError> {

@@ -749,6 +749,19 @@ pub fn decode_redisbloom_value<S: RdbSource>(
     src: &mut S,
     encver: i32,
 ) -> Result<(ScalableFilter, Vec<Warning>), CodecError> {
+    decode_redisbloom_value_within(src, encver, None)
+}
+
+/// `decode_redisbloom_value` for a value a client sent (RESTORE): with `budget`, the bytes the
+/// filter may take by the allocator model, the layer count is held to `MAX_LAYERS` as soon as
+/// it is read, and each layer's cost (its bit array as its `bits` field declares it and as its
+/// buffer really is, and its table entry) is charged before the next is read, so a payload
+/// cannot build past either limit before it is refused.
+pub fn decode_redisbloom_value_within<S: RdbSource>(
+    src: &mut S,
+    encver: i32,
+    budget: Option<u64>,
+) -> Result<(ScalableFilter, Vec<Warning>), CodecError> {
     if !(0..=REDISBLOOM_MAX_ENCVER).contains(&encver) {
         return Err(CodecError::BadData("unknown RedisBloom encoding version"));
     }
@@ -762,10 +775,24 @@ pub fn decode_redisbloom_value<S: RdbSource>(
     if count == 0 {
         return Err(CodecError::BadData("a filter has at least one layer"));
     }
-    // The count is not trusted for an allocation: layers are pushed as they are read, and
-    // each needs a non-empty bit array from the data.
-    let mut layers: Vec<ClassicLayer> = Vec::new();
-    let mut metas = Vec::new();
+    if budget.is_some() && count > MAX_LAYERS as u64 {
+        return Err(CodecError::BadData("more layers than a filter may have"));
+    }
+    let over_budget =
+        CodecError::BadData("over the memory limit (bf-max-filter-memory or maxmemory)");
+    let mut budget = budget;
+    let mut charge = |bytes: u64| -> Result<(), CodecError> {
+        if let Some(left) = &mut budget {
+            *left = left.checked_sub(bytes).ok_or(over_budget.clone())?;
+        }
+        Ok(())
+    };
+    let entry = std::mem::size_of::<ClassicLayer>() as u64;
+    // The count is trusted for an allocation only up to the layers a filter may grow to:
+    // beyond, layers are pushed as they are read, and each needs a non-empty bit array from
+    // the data.
+    let mut layers: Vec<ClassicLayer> = try_vec(count.min(MAX_LAYERS as u64) as usize)?;
+    let mut metas: Vec<ClassicMeta> = try_vec(count.min(MAX_LAYERS as u64) as usize)?;
     for _ in 0..count {
         let entries = src.unsigned()?;
         let error = src.double()?;
@@ -776,8 +803,16 @@ pub fn decode_redisbloom_value<S: RdbSource>(
         } else {
             ((entries as f64 * bpe) as u64, 0)
         };
+        charge(crate::footprint::allocation(bits.div_ceil(8), 1).saturating_add(entry))?;
         let buffer = src.buffer()?;
         let buffer = buffer.as_ref();
+        let declared = bits.div_ceil(8);
+        if buffer.len() as u64 > declared {
+            charge(
+                crate::footprint::allocation(buffer.len() as u64, 1)
+                    - crate::footprint::allocation(declared, 1),
+            )?;
+        }
         let size = src.unsigned()?;
         let meta = ClassicMeta {
             entries,
@@ -799,9 +834,11 @@ pub fn decode_redisbloom_value<S: RdbSource>(
                 bytes: buffer.len() as u64,
             })?;
         bytes.extend_from_slice(buffer);
+        // Past the reserved count (RDB values only), growth is amortised.
         layers
-            .try_reserve_exact(1)
-            .map_err(|_| FilterError::OutOfMemory { bytes: 0 })?;
+            .try_reserve(1)
+            .and_then(|()| metas.try_reserve(1))
+            .map_err(|_| FilterError::OutOfMemory { bytes: entry })?;
         layers.push(ClassicLayer::from_parts(meta, bytes));
         metas.push(meta);
     }

@@ -36,7 +36,7 @@
 //!   sizing functions, the same limit check); a non-scaling filter's is its capacity.
 
 use crate::blocked::BlockedLayer;
-use crate::chain::{LayerSummary, Layers, ScalableFilter, TIGHTENING};
+use crate::chain::{LayerSummary, Layers, ScalableFilter, MAX_LAYERS, TIGHTENING};
 use crate::classic::{ClassicLayer, ClassicMeta};
 use crate::sizing::{self, BLOCK_BITS, MIN_SIZING_ERROR};
 
@@ -62,15 +62,18 @@ pub fn health(filter: &ScalableFilter, max_bytes: u64) -> Health {
     Health {
         error: filter.error(),
         fill_ratio: layers.last().map_or(0.0, fill_ratio),
-        estimated_fpr: match filter.layers() {
-            // The blocked estimate costs a Poisson sum per layer: use the ones the layers keep.
-            Layers::Blocked(blocked) => {
-                combine_fprs(blocked.iter().map(BlockedLayer::estimated_fpr))
-            }
-            Layers::Classic { .. } => chain_fpr(&layers, classic),
-        },
+        estimated_fpr: estimated_fpr(filter),
         estimated_distinct: distinct_items(&layers, classic),
         max_capacity: max_capacity(filter, max_bytes),
+    }
+}
+
+/// The whole chain's estimated false-positive rate. A blocked layer's estimate costs a
+/// Poisson sum: the ones the layers keep are used; a classic layer's is `f^k`.
+pub fn estimated_fpr(filter: &ScalableFilter) -> f64 {
+    match filter.layers() {
+        Layers::Blocked(blocked) => combine_fprs(blocked.iter().map(BlockedLayer::estimated_fpr)),
+        Layers::Classic { .. } => chain_fpr(&filter.layer_summaries(), true),
     }
 }
 
@@ -311,8 +314,9 @@ pub fn max_capacity(filter: &ScalableFilter, max_bytes: u64) -> u64 {
             .saturating_add(table(count + more))
             .saturating_add(bits.saturating_mul(more as u64))
     };
+    // Growth also stops at the most layers a filter may have.
     while let Some((layer_capacity, bytes)) = next.step(expansion) {
-        if grown(memory, count, 1, bytes) > max_bytes {
+        if count >= MAX_LAYERS || grown(memory, count, 1, bytes) > max_bytes {
             break;
         }
         memory = grown(memory, count, 1, bytes);
@@ -322,14 +326,15 @@ pub fn max_capacity(filter: &ScalableFilter, max_bytes: u64) -> u64 {
             // Every further layer is this one again (same capacity, error under the sizing
             // floor): count them at once instead of one by one (there can be millions). The
             // memory grows monotonically with their number: search for the most that fit.
+            let room = MAX_LAYERS.saturating_sub(count);
             let (mut fit, mut over) = (0usize, 1usize);
-            while grown(memory, count, over, bytes) <= max_bytes && over < usize::MAX / 4 {
+            while over <= room && grown(memory, count, over, bytes) <= max_bytes {
                 fit = over;
                 over *= 2;
             }
             while over - fit > 1 {
                 let mid = fit + (over - fit) / 2;
-                if grown(memory, count, mid, bytes) <= max_bytes {
+                if mid <= room && grown(memory, count, mid, bytes) <= max_bytes {
                     fit = mid;
                 } else {
                     over = mid;
@@ -608,6 +613,10 @@ mod tests {
                 assert!(reached >= s.capacity, "{s:?}");
             }
         }
+        // EXPANSION 1 under a limit that would allow millions of layers: growth stops at the
+        // layer cap, and so does the figure (1024 layers of 1000 items).
+        let f = ScalableFilter::new(spec(1000, 0.01, 1), u64::MAX).unwrap();
+        assert_eq!(max_capacity(&f, 4 << 30), 1000 * MAX_LAYERS as u64);
         // A limit below the filter's memory: no growth at all.
         let f = ScalableFilter::new(spec(1000, 0.01, 2), u64::MAX).unwrap();
         assert_eq!(max_capacity(&f, 10), 1000);
