@@ -130,7 +130,7 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> CommandResult {
     add_items(
         ctx,
         &args[1],
-        &[args[2].as_slice()],
+        &args[2..],
         Some(config::default_spec()),
         Shape::Single,
     )
@@ -142,7 +142,7 @@ pub fn madd(ctx: &Context, args: &[RedisString]) -> CommandResult {
     add_items(
         ctx,
         &args[1],
-        &slices(&args[2..]),
+        &args[2..],
         Some(config::default_spec()),
         Shape::Multi,
     )
@@ -154,7 +154,9 @@ pub fn insert(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let rest = slices(&args[2..]);
     let parsed = args::parse_insert(&rest, config::default_spec())?;
     let create = (!parsed.nocreate).then_some(parsed.spec);
-    add_items(ctx, &args[1], parsed.items, create, Shape::Insert)
+    // The items are the arguments' tail.
+    let items = &args[args.len() - parsed.items.len()..];
+    add_items(ctx, &args[1], items, create, Shape::Insert)
 }
 
 /// Which add command runs: its reply shape, and whether its arguments are just the key and
@@ -171,11 +173,12 @@ enum Shape {
 
 /// Adds items in order, creating the filter with `create` when the key is missing (`None`:
 /// a missing key is an error). An add error ends the command: in a multi reply it is the last
-/// element and the items after it are not processed.
+/// element and the items after it are not processed. `item_args`: the command's arguments
+/// that are items (replication passes them on as they are, without copying).
 fn add_items(
     ctx: &Context,
     key_name: &RedisString,
-    items: &[&[u8]],
+    item_args: &[RedisString],
     create: Option<FilterSpec>,
     shape: Shape,
 ) -> CommandResult {
@@ -197,40 +200,38 @@ fn add_items(
             (store_filter(&key, filter)?, Some(header))
         }
     };
-    let reply = Reply::new(ctx);
-    if multi {
-        // An error ends the array early, so its length is only known at the end.
-        reply.postponed_array();
-    }
     let before = Before::of(filter);
-    let limits = Limits::for_add(&flags, limit, filter, items.len());
+    let limits = Limits::for_add(&flags, limit, filter, item_args.len());
     let limit = limits.bytes();
     // The batch path has exactly the effect of adding the items one by one; a single item
     // skips its vectors.
     let one;
     let many;
-    let results: &[Result<bool, FilterError>] = if let [item] = items {
-        one = [filter.add(item, limit)];
+    let results: &[Result<bool, FilterError>] = if let [item] = item_args {
+        one = [filter.add(item.as_slice(), limit)];
         &one
     } else {
-        many = filter.add_many(items, limit);
+        many = filter.add_many(&slices(item_args), limit);
         &many
     };
+    // Every add is done before the reply starts, so the array's length (shorter when an
+    // error ended it) is known: no postponed length for Redis to patch in.
+    let reply = Reply::new(ctx);
+    if multi {
+        reply.array(results.len());
+    }
     for result in results {
         match result {
             Ok(added) => reply.boolean(*added),
             Err(e) => reply.error(&limits.add_error(e.clone())),
         }
     }
-    if multi {
-        reply.set_array_len(results.len());
-    }
     propagate::after_write(
         ctx,
         key_name,
         Change::Added {
             created: created.as_deref(),
-            items,
+            items: item_args,
             results,
             verbatim: shape != Shape::Insert,
             filter,
