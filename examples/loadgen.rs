@@ -150,7 +150,13 @@ fn item(tag: u64, i: u64) -> Vec<u8> {
 /// measurements: BF.MADD adds 100 items per command, and the single-item BF.ADD streams
 /// (`SINGLE_STREAM_FACTOR` times longer) run against two references.
 fn headroom(o: &Options) -> u64 {
-    (o.rounds * o.commands * (100 + 2 * SINGLE_STREAM_FACTOR + 1)) as u64
+    // Against the peer: BF.MADD and BF.INSERT of 100 new items, one BF.ADD stream.
+    let per_command = if o.peer.is_some() {
+        200 + SINGLE_STREAM_FACTOR
+    } else {
+        100 + 2 * SINGLE_STREAM_FACTOR + 1
+    };
+    (o.rounds * o.commands * per_command) as u64
 }
 
 /// How many times `--commands` each single-item stream is.
@@ -711,6 +717,9 @@ fn versus_peer(peer: &std::path::Path, o: &Options) {
         let mut out = Vec::new();
         for _ in 0..calls {
             let mut args = vec![command.to_vec(), b"f".to_vec()];
+            if command == b"BF.INSERT" {
+                args.push(b"ITEMS".to_vec());
+            }
             args.extend(per_call());
             encode(&mut out, &args);
         }
@@ -771,6 +780,16 @@ fn versus_peer(peer: &std::path::Path, o: &Options) {
     add(
         "BF.MADD, 100 new items",
         "BF.MADD",
+        100,
+        o.commands,
+        &mut || {
+            fresh += 1;
+            item(2, fresh)
+        },
+    );
+    add(
+        "BF.INSERT, 100 new items",
+        "BF.INSERT",
         100,
         o.commands,
         &mut || {

@@ -51,8 +51,8 @@ count() {
     awk '/layerbloom_filter::/ { gsub(",", "", $1); sum += $1 } END { print sum + 0 }')
   local entry
   entry=$(callgrind_annotate --auto=no --inclusive=yes --threshold=100 "$dump" 2>/dev/null |
-    grep -E ':layerbloom_filter::chain::ScalableFilter::(add_many|contains_many|add|contains) \[' |
-    awk '{ gsub(",", "", $1); sum += $1 } END { print sum + 0 }')
+    awk '/:layerbloom_filter::chain::ScalableFilter::(add_many|contains_many|add|contains) \[/ {
+      gsub(",", "", $1); sum += $1 } END { print sum + 0 }')
   echo "$(( total / n )) $(( core / n )) $(( entry / n ))"
 }
 read -r ping _ _ < <(count PING)
