@@ -28,6 +28,7 @@ while redis-cli -p "$port" ping >/dev/null 2>&1; do port=$((port + 1)); done
 cleanup() { redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$work"; }
 trap cleanup EXIT
 (cd "$work" && valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" \
+  --compress-strings=no --compress-pos=no \
   redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
   --loadmodule "$module" >"$work/server.log" 2>&1 &)
 for _ in $(seq 120); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.5; done
@@ -50,9 +51,11 @@ count() {
   core=$(callgrind_annotate --auto=no --inclusive=no --threshold=100 "$dump" 2>/dev/null |
     awk '/layerbloom_filter::/ { gsub(",", "", $1); sum += $1 } END { print sum + 0 }')
   local entry
-  entry=$(callgrind_annotate --auto=no --inclusive=yes --threshold=100 "$dump" 2>/dev/null |
-    awk '/:layerbloom_filter::chain::ScalableFilter::(add_many|contains_many|add|contains) \[/ {
-      gsub(",", "", $1); sum += $1 } END { print sum + 0 }')
+  # The inclusive cost of the entry points from the raw dump (uncompressed names): within a
+  # function's block every cost line counts, its own instructions and, after each `calls=`
+  # line, the callee's inclusive cost.
+  entry=$(awk '/^fn=/ { on = ($0 ~ /ScalableFilter::(add_many|contains_many|add|contains)$/); next }
+    on && /^[0-9]/ { sum += $2 } END { print sum + 0 }' "$dump")
   echo "$(( total / n )) $(( core / n )) $(( entry / n ))"
 }
 read -r ping _ _ < <(count PING)
