@@ -130,6 +130,7 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> CommandResult {
     add_items(
         ctx,
         &args[1],
+        &[args[2].as_slice()],
         &args[2..],
         Some(config::default_spec()),
         Shape::Single,
@@ -142,6 +143,7 @@ pub fn madd(ctx: &Context, args: &[RedisString]) -> CommandResult {
     add_items(
         ctx,
         &args[1],
+        &slices(&args[2..]),
         &args[2..],
         Some(config::default_spec()),
         Shape::Multi,
@@ -155,8 +157,15 @@ pub fn insert(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let parsed = args::parse_insert(&rest, config::default_spec())?;
     let create = (!parsed.nocreate).then_some(parsed.spec);
     // The items are the arguments' tail.
-    let items = &args[args.len() - parsed.items.len()..];
-    add_items(ctx, &args[1], items, create, Shape::Insert)
+    let item_args = &args[args.len() - parsed.items.len()..];
+    add_items(
+        ctx,
+        &args[1],
+        parsed.items,
+        item_args,
+        create,
+        Shape::Insert,
+    )
 }
 
 /// Which add command runs: its reply shape, and whether its arguments are just the key and
@@ -174,14 +183,16 @@ enum Shape {
 /// Adds items in order, creating the filter with `create` when the key is missing (`None`:
 /// a missing key is an error). An add error ends the command: in a multi reply it is the last
 /// element and the items after it are not processed. `item_args`: the command's arguments
-/// that are items (replication passes them on as they are, without copying).
+/// that are `items` (replication passes them on as they are, without copying).
 fn add_items(
     ctx: &Context,
     key_name: &RedisString,
+    items: &[&[u8]],
     item_args: &[RedisString],
     create: Option<FilterSpec>,
     shape: Shape,
 ) -> CommandResult {
+    debug_assert_eq!(items.len(), item_args.len());
     let multi = shape != Shape::Single;
     let key = ctx.open_key_writable(key_name);
     let flags = ctx.get_flags();
@@ -201,17 +212,17 @@ fn add_items(
         }
     };
     let before = Before::of(filter);
-    let limits = Limits::for_add(&flags, limit, filter, item_args.len());
+    let limits = Limits::for_add(&flags, limit, filter, items.len());
     let limit = limits.bytes();
     // The batch path has exactly the effect of adding the items one by one; a single item
     // skips its vectors.
     let one;
     let many;
-    let results: &[Result<bool, FilterError>] = if let [item] = item_args {
-        one = [filter.add(item.as_slice(), limit)];
+    let results: &[Result<bool, FilterError>] = if let [item] = items {
+        one = [filter.add(item, limit)];
         &one
     } else {
-        many = filter.add_many(&slices(item_args), limit);
+        many = filter.add_many(items, limit);
         &many
     };
     // Every add is done before the reply starts, so the array's length (shorter when an
