@@ -2,7 +2,7 @@
 MODULE := target/release/liblayerbloom.so
 CARGO  ?= cargo
 
-.PHONY: all build run test unit-test integration-test servers lint fmt clean bench bench-core bench-criterion bench-instructions bench-hostile
+.PHONY: all build run test unit-test integration-test servers lint fmt clean bench bench-core bench-criterion bench-instructions bench-hostile bench-peer
 
 all: build
 
@@ -48,10 +48,22 @@ servers:
 	@scripts/deps.sh test
 	@scripts/servers.sh
 
-## bench: side-by-side ratios against RedisBloom's layer, in the core and through Redis
-## (docs/BENCHMARKS.md). Heavy: filters of 128 MiB+ and 100 million items; minutes, GBs.
+## bench: side-by-side ratios against RedisBloom's layer, in the core and through Redis, then
+## against RedisBloom's module itself (bench-peer) (docs/BENCHMARKS.md). Heavy: filters of
+## 128 MiB+ and 100 million items; minutes, GBs.
 bench: build bench-core
 	$(CARGO) run --release --example loadgen -- $(LOADGEN_ARGS)
+	$(CARGO) run --release --example loadgen -- --peer $(REDISBLOOM) $(PEER_ARGS)
+
+# RedisBloom 2.8.2's module, from the server matrix (scripts/servers.sh).
+REDISBLOOM ?= $(CURDIR)/target/servers/redis-7.4.1/redisbloom.so
+PEER_ARGS  ?= --items 100000000 --error 0.001 --commands 5000 --rounds 5
+
+## bench-peer: layerbloom and RedisBloom's module in two servers of the same binary (Debian's
+## redis-server), the same filter in each, 100 items per batch call; items per second of
+## server time (INFO commandstats), five interleaved rounds. A measurement, never pass/fail.
+bench-peer: build servers
+	$(CARGO) run --release --example loadgen -- --peer $(REDISBLOOM) $(PEER_ARGS)
 
 bench-core:
 	$(CARGO) bench -p layerbloom-filter --bench ratios

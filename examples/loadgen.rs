@@ -12,6 +12,12 @@
 //! server it starts on a free port; the RDB timing starts servers of its own).
 //! Filters are built in-process with the core crate and shipped with BF.LOADCHUNK, which is
 //! far faster than adding 100 million items through the network.
+//!
+//! `--peer path/to/redisbloom.so` compares layerbloom with RedisBloom itself instead: two
+//! servers of the same binary, one with each module, the same filter in each (RedisBloom's
+//! loaded from layerbloom's classic layout, its own format), and the same command streams;
+//! the rate is the server's time from `INFO commandstats` (microseconds per call), not the
+//! client's, in interleaved rounds (`--rounds`, medians).
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -26,6 +32,8 @@ struct Options {
     commands: usize,
     /// `--rdb-only yes`: only the RDB timing (after loading the filters).
     rdb_only: bool,
+    /// `--peer path`: RedisBloom's module, compared side by side in server time.
+    peer: Option<std::path::PathBuf>,
 }
 
 fn options() -> Options {
@@ -36,6 +44,7 @@ fn options() -> Options {
         url: None,
         commands: 20_000,
         rdb_only: false,
+        peer: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -48,6 +57,7 @@ fn options() -> Options {
             "--url" => o.url = Some(value),
             "--commands" => o.commands = value.parse().expect("--commands N"),
             "--rdb-only" => o.rdb_only = value == "yes",
+            "--peer" => o.peer = Some(value.into()),
             other => panic!("unknown argument {other}"),
         }
         i += 2;
@@ -65,6 +75,14 @@ struct Server {
 impl Server {
     /// A server with the module and `extra` arguments (`--name value` pairs).
     fn start(extra: &[&str]) -> Server {
+        let module = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target/release/liblayerbloom.so");
+        assert!(module.exists(), "build the module first: make build");
+        Server::start_with(&module, extra)
+    }
+
+    /// A server with the module at `module` and `extra` arguments.
+    fn start_with(module: &std::path::Path, extra: &[&str]) -> Server {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -73,9 +91,7 @@ impl Server {
         let dir =
             std::env::temp_dir().join(format!("layerbloom-loadgen-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let module = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("target/release/liblayerbloom.so");
-        assert!(module.exists(), "build the module first: make build");
+        assert!(module.exists(), "no module at {}", module.display());
         let child = Command::new("redis-server")
             .args([
                 "--port",
@@ -95,7 +111,7 @@ impl Server {
             .arg("--dir")
             .arg(&dir)
             .arg("--loadmodule")
-            .arg(&module)
+            .arg(module)
             .args(extra)
             .stdout(Stdio::null())
             .spawn()
@@ -134,7 +150,13 @@ fn item(tag: u64, i: u64) -> Vec<u8> {
 /// measurements: BF.MADD adds 100 items per command, and the single-item BF.ADD streams
 /// (`SINGLE_STREAM_FACTOR` times longer) run against two references.
 fn headroom(o: &Options) -> u64 {
-    (o.rounds * o.commands * (100 + 2 * SINGLE_STREAM_FACTOR + 1)) as u64
+    // Against the peer: BF.MADD and BF.INSERT of 100 new items, one BF.ADD stream.
+    let per_command = if o.peer.is_some() {
+        200 + SINGLE_STREAM_FACTOR
+    } else {
+        100 + 2 * SINGLE_STREAM_FACTOR + 1
+    };
+    (o.rounds * o.commands * per_command) as u64
 }
 
 /// How many times `--commands` each single-item stream is.
@@ -186,6 +208,10 @@ fn median(mut xs: Vec<f64>) -> f64 {
 
 fn main() {
     let o = options();
+    if let Some(peer) = &o.peer {
+        versus_peer(peer, &o);
+        return;
+    }
     let server = if o.url.is_none() {
         Some(Server::start(&[]))
     } else {
@@ -610,5 +636,217 @@ fn rdb_speed(source: &mut redis::Connection) {
         if let Some(d) = tmpfs_dir {
             let _ = std::fs::remove_dir_all(d);
         }
+    }
+}
+
+/// Server time of a stream: the command's `usec` over its `calls` in `INFO commandstats`
+/// (zeroed first), in calls per second.
+fn server_rate(
+    con: &mut redis::Connection,
+    address: &str,
+    stream: &[u8],
+    lines: usize,
+    name: &str,
+) -> f64 {
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(con).unwrap();
+    blast(address, stream, lines);
+    let info: String = redis::cmd("INFO").arg("commandstats").query(con).unwrap();
+    let prefix = format!("cmdstat_{name}:");
+    let line = info
+        .lines()
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no {prefix} in INFO commandstats"));
+    let field = |f: &str| -> f64 {
+        line[prefix.len()..]
+            .split(',')
+            .find_map(|kv| kv.strip_prefix(f))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {f} in {line}"))
+    };
+    field("calls=") / field("usec=") * 1e6
+}
+
+/// layerbloom against RedisBloom, each in its own server of the same binary, the same filter
+/// (`--items` at `--error`) in both, 100 items per batch call; server time, interleaved rounds.
+fn versus_peer(peer: &std::path::Path, o: &Options) {
+    let ours = Server::start(&[]);
+    let theirs = Server::start_with(peer, &[]);
+    let connect = |s: &Server| {
+        redis::Client::open(s.url())
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    };
+    let (mut ours_con, mut theirs_con) = (connect(&ours), connect(&theirs));
+    let t = Instant::now();
+    load(&mut ours_con, "f", Layout::Blocked, o);
+    // RedisBloom's own format: layerbloom's classic layout is its layers bit for bit.
+    load(&mut theirs_con, "f", Layout::Classic, o);
+    let size = |con: &mut redis::Connection| -> i64 {
+        redis::cmd("BF.INFO")
+            .arg("f")
+            .arg("SIZE")
+            .query::<Vec<i64>>(con)
+            .unwrap()[0]
+    };
+    println!(
+        "## Against RedisBloom: {} items at {} per filter (capacity {}), built and loaded in {:.0} s\n",
+        o.items,
+        o.error,
+        o.items + headroom(o),
+        t.elapsed().as_secs_f64()
+    );
+    println!(
+        "layerbloom {} MiB, RedisBloom {} MiB (BF.INFO SIZE); {} commands per stream ({} of single items), {} interleaved rounds, medians of server time (INFO commandstats)\n",
+        size(&mut ours_con) >> 20,
+        size(&mut theirs_con) >> 20,
+        o.commands,
+        o.commands * SINGLE_STREAM_FACTOR,
+        o.rounds
+    );
+    let address = |s: &Server| format!("127.0.0.1:{}", s.port);
+    let (ours_at, theirs_at) = (address(&ours), address(&theirs));
+    let mut rng = 0x9e37_79b9_u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let stream = |command: &[u8], calls: usize, per_call: &mut dyn FnMut() -> Vec<Vec<u8>>| {
+        let mut out = Vec::new();
+        for _ in 0..calls {
+            let mut args = vec![command.to_vec(), b"f".to_vec()];
+            if command == b"BF.INSERT" {
+                args.push(b"ITEMS".to_vec());
+            }
+            args.extend(per_call());
+            encode(&mut out, &args);
+        }
+        out
+    };
+    let items = o.items;
+    let mut fresh = 0u64;
+    let singles = o.commands * SINGLE_STREAM_FACTOR;
+    // One stream per round, sent to both servers (each has its own filter).
+    struct Workload {
+        name: &'static str,
+        command: &'static str,
+        per_call: usize,
+        calls: usize,
+        streams: Vec<Vec<u8>>,
+    }
+    let mut workloads = Vec::new();
+    let mut add =
+        |name, command: &'static str, per_call, calls, gen: &mut dyn FnMut() -> Vec<u8>| {
+            let streams = (0..o.rounds)
+                .map(|_| {
+                    stream(command.as_bytes(), calls, &mut || {
+                        (0..per_call).map(|_| gen()).collect()
+                    })
+                })
+                .collect();
+            workloads.push(Workload {
+                name,
+                command,
+                per_call,
+                calls,
+                streams,
+            });
+        };
+    // Mixed: each item present with probability 0.63 (1 - 1/e, as when probing as many
+    // random items as the filter holds).
+    add(
+        "BF.MEXISTS, 100 items, ~63% present",
+        "BF.MEXISTS",
+        100,
+        o.commands,
+        &mut || {
+            let r = next();
+            if r % 100 < 63 {
+                item(1, (r >> 8) % items)
+            } else {
+                item(9, r >> 8)
+            }
+        },
+    );
+    add(
+        "BF.MEXISTS, 100 absent items",
+        "BF.MEXISTS",
+        100,
+        o.commands,
+        &mut || item(8, next()),
+    );
+    add(
+        "BF.MADD, 100 new items",
+        "BF.MADD",
+        100,
+        o.commands,
+        &mut || {
+            fresh += 1;
+            item(2, fresh)
+        },
+    );
+    add(
+        "BF.INSERT, 100 new items",
+        "BF.INSERT",
+        100,
+        o.commands,
+        &mut || {
+            fresh += 1;
+            item(2, fresh)
+        },
+    );
+    add(
+        "BF.EXISTS, present item",
+        "BF.EXISTS",
+        1,
+        singles,
+        &mut || item(1, next() % items),
+    );
+    add("BF.ADD, new item", "BF.ADD", 1, singles, &mut || {
+        fresh += 1;
+        item(2, fresh)
+    });
+    let mut rates: Vec<(Vec<f64>, Vec<f64>)> =
+        workloads.iter().map(|_| (Vec::new(), Vec::new())).collect();
+    for round in 0..o.rounds {
+        for (w, (ours_r, theirs_r)) in workloads.iter().zip(&mut rates) {
+            // A multi reply is an array header and one line per item.
+            let lines = w.calls * if w.per_call > 1 { w.per_call + 1 } else { 1 };
+            let name = w.command.to_lowercase();
+            let mut run_ours = || {
+                ours_r.push(server_rate(
+                    &mut ours_con,
+                    &ours_at,
+                    &w.streams[round],
+                    lines,
+                    &name,
+                ))
+            };
+            let mut run_theirs = || {
+                theirs_r.push(server_rate(
+                    &mut theirs_con,
+                    &theirs_at,
+                    &w.streams[round],
+                    lines,
+                    &name,
+                ))
+            };
+            if round % 2 == 0 {
+                run_ours();
+                run_theirs();
+            } else {
+                run_theirs();
+                run_ours();
+            }
+        }
+    }
+    println!("| workload | RedisBloom 2.8 items/s | layerbloom items/s | ratio |");
+    println!("|---|---|---|---|");
+    for (w, (ours_r, theirs_r)) in workloads.iter().zip(rates) {
+        let per = w.per_call as f64;
+        let (a, b) = (median(theirs_r) * per, median(ours_r) * per);
+        println!("| {} | {a:.0} | {b:.0} | {:.2}x |", w.name, b / a);
     }
 }

@@ -131,6 +131,7 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> CommandResult {
         ctx,
         &args[1],
         &[args[2].as_slice()],
+        &args[2..],
         Some(config::default_spec()),
         Shape::Single,
     )
@@ -143,6 +144,7 @@ pub fn madd(ctx: &Context, args: &[RedisString]) -> CommandResult {
         ctx,
         &args[1],
         &slices(&args[2..]),
+        &args[2..],
         Some(config::default_spec()),
         Shape::Multi,
     )
@@ -154,7 +156,16 @@ pub fn insert(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let rest = slices(&args[2..]);
     let parsed = args::parse_insert(&rest, config::default_spec())?;
     let create = (!parsed.nocreate).then_some(parsed.spec);
-    add_items(ctx, &args[1], parsed.items, create, Shape::Insert)
+    // The items are the arguments' tail.
+    let item_args = &args[args.len() - parsed.items.len()..];
+    add_items(
+        ctx,
+        &args[1],
+        parsed.items,
+        item_args,
+        create,
+        Shape::Insert,
+    )
 }
 
 /// Which add command runs: its reply shape, and whether its arguments are just the key and
@@ -171,14 +182,17 @@ enum Shape {
 
 /// Adds items in order, creating the filter with `create` when the key is missing (`None`:
 /// a missing key is an error). An add error ends the command: in a multi reply it is the last
-/// element and the items after it are not processed.
+/// element and the items after it are not processed. `item_args`: the command's arguments
+/// that are `items` (replication passes them on as they are, without copying).
 fn add_items(
     ctx: &Context,
     key_name: &RedisString,
     items: &[&[u8]],
+    item_args: &[RedisString],
     create: Option<FilterSpec>,
     shape: Shape,
 ) -> CommandResult {
+    debug_assert_eq!(items.len(), item_args.len());
     let multi = shape != Shape::Single;
     let key = ctx.open_key_writable(key_name);
     let flags = ctx.get_flags();
@@ -197,11 +211,6 @@ fn add_items(
             (store_filter(&key, filter)?, Some(header))
         }
     };
-    let reply = Reply::new(ctx);
-    if multi {
-        // An error ends the array early, so its length is only known at the end.
-        reply.postponed_array();
-    }
     let before = Before::of(filter);
     let limits = Limits::for_add(&flags, limit, filter, items.len());
     let limit = limits.bytes();
@@ -216,21 +225,24 @@ fn add_items(
         many = filter.add_many(items, limit);
         &many
     };
+    // Every add is done before the reply starts, so the array's length (shorter when an
+    // error ended it) is known: no postponed length for Redis to patch in.
+    let reply = Reply::new(ctx);
+    if multi {
+        reply.array(results.len());
+    }
     for result in results {
         match result {
             Ok(added) => reply.boolean(*added),
             Err(e) => reply.error(&limits.add_error(e.clone())),
         }
     }
-    if multi {
-        reply.set_array_len(results.len());
-    }
     propagate::after_write(
         ctx,
         key_name,
         Change::Added {
             created: created.as_deref(),
-            items,
+            items: item_args,
             results,
             verbatim: shape != Shape::Insert,
             filter,

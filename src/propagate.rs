@@ -66,7 +66,7 @@ pub enum Change<'a> {
     /// (cheaper than building a BF.MADD).
     Added {
         created: Option<&'a [u8]>,
-        items: &'a [&'a [u8]],
+        items: &'a [RedisString],
         results: &'a [Result<bool, FilterError>],
         verbatim: bool,
         filter: &'a ScalableFilter,
@@ -101,14 +101,16 @@ pub fn after_write(ctx: &Context, key: &RedisString, change: Change) {
                 ctx.replicate_verbatim();
                 notify(ctx, c"bf.add", key);
             } else if results.iter().any(changed) {
-                let mut args: Vec<&[u8]> = Vec::with_capacity(items.len() + 1);
-                args.push(key.as_slice());
+                // The command's own strings, which Redis keeps a reference to: copying each
+                // item into a new string cost more than adding it.
+                let mut args: Vec<&RedisString> = Vec::with_capacity(items.len() + 1);
+                args.push(key);
                 args.extend(
                     items
                         .iter()
                         .zip(results)
                         .filter(|(_, r)| changed(r))
-                        .map(|(&item, _)| item),
+                        .map(|(item, _)| item),
                 );
                 ctx.replicate("BF.MADD", args.as_slice());
                 notify(ctx, c"bf.add", key);

@@ -72,21 +72,6 @@ impl<'a> Reply<'a> {
         raw::reply_with_map(self.ctx.get_raw(), len as c_long);
     }
 
-    /// An array whose length is set later with `set_array_len`.
-    pub fn postponed_array(&self) {
-        raw::reply_with_array(self.ctx.get_raw(), raw::REDISMODULE_POSTPONED_LEN as c_long);
-    }
-
-    pub fn set_array_len(&self, len: usize) {
-        // SAFETY: called once after `postponed_array` on the same context.
-        unsafe {
-            raw::RedisModule_ReplySetArrayLength.expect("core API")(
-                self.ctx.get_raw(),
-                len as c_long,
-            )
-        };
-    }
-
     /// An error reply with the error's exact text. Every error a client sees passes here, so
     /// refusals (full, over the memory limit) are counted here for `INFO bf`.
     pub fn error(&self, error: &BfError) {

@@ -455,6 +455,46 @@ impl BlockedLayer {
         flipped
     }
 
+    /// Sets the item's bits unless every one is set already, in one pass over its blocks:
+    /// each block's mask is built once and serves both as the presence check and as the
+    /// insert. Returns the number of bits that flipped; 0 means the layer held the item, and
+    /// then nothing changed (no block is written, so no page is dirtied) and nothing is
+    /// counted. Otherwise the item is counted exactly as by `insert`.
+    ///
+    /// Slots are applied in order, each against the block as the previous ones left it: two
+    /// slots of an item can land in the same block, and a bit both set flips once.
+    #[inline(always)]
+    pub(crate) fn insert_new(&mut self, hash: &ItemHash) -> u32 {
+        let g = self.meta.geometry;
+        debug_assert!(g.blocks_per_item <= MAX_BLOCKS_PER_ITEM);
+        let mut positions = Positions::new(hash.hi);
+        let mut flipped = 0;
+        for slot in 0..g.blocks_per_item {
+            let block = &mut self.blocks[block_index(hash, slot, g.blocks)];
+            let mask = positions.mask(g.hashes_per_block);
+            let mut fresh = [0u64; WORDS];
+            let mut any = 0u64;
+            for ((f, m), word) in fresh.iter_mut().zip(&mask).zip(&block.0) {
+                *f = m & !word;
+                any |= *f;
+                flipped += f.count_ones();
+            }
+            if any != 0 {
+                for (word, f) in block.0.iter_mut().zip(&fresh) {
+                    *word |= f;
+                }
+            }
+        }
+        if flipped != 0 {
+            self.set_bits += u64::from(flipped);
+            self.meta.items = self.meta.items.saturating_add(1);
+            if self.meta.items == self.dense_at {
+                advise_huge_pages(&self.blocks);
+            }
+        }
+        flipped
+    }
+
     /// The bit array as bytes (each 64-bit word little-endian).
     pub fn as_bytes(&self) -> &[u8] {
         // SAFETY: `Block` is `repr(C)` over `[u64; 8]` with no padding (size 64 asserted above),

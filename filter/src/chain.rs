@@ -439,6 +439,38 @@ impl ScalableFilter {
             }
             return out;
         }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("popcnt") {
+            // SAFETY: the CPU has just been seen to support POPCNT.
+            unsafe { self.add_many_blocked_popcnt(items, max_bytes, &mut out) };
+            return out;
+        }
+        self.add_many_blocked(items, max_bytes, &mut out);
+        out
+    }
+
+    /// `add_many_blocked` compiled for CPUs with POPCNT: the crate is built for baseline
+    /// x86-64, where counting an insert's flipped bits is a software popcount per word.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    fn add_many_blocked_popcnt(
+        &mut self,
+        items: &[&[u8]],
+        max_bytes: u64,
+        out: &mut Vec<Result<bool, FilterError>>,
+    ) {
+        self.add_many_blocked(items, max_bytes, out)
+    }
+
+    /// The batch add of a blocked filter: each batch's cache lines in every layer are
+    /// requested before any item of it is added.
+    #[inline(always)]
+    fn add_many_blocked(
+        &mut self,
+        items: &[&[u8]],
+        max_bytes: u64,
+        out: &mut Vec<Result<bool, FilterError>>,
+    ) {
         let mut batch = [ItemHash { lo: 0, hi: 0 }; BATCH];
         for chunk in items.chunks(BATCH) {
             let hashes = hash_batch(chunk, &mut batch);
@@ -450,15 +482,14 @@ impl ScalableFilter {
                 }
             }
             for h in hashes {
-                let result = self.add_blocked(h, max_bytes);
+                let result = self.add_blocked_fused(h, max_bytes, false);
                 let failed = result.is_err();
                 out.push(result);
                 if failed {
-                    return out;
+                    return;
                 }
             }
         }
-        out
     }
 
     /// `add` with a precomputed hash, for blocked filters (`Ok(false)` on a classic one).
@@ -478,22 +509,62 @@ impl ScalableFilter {
     }
 
     fn add_blocked(&mut self, hash: &ItemHash, max_bytes: u64) -> Result<bool, FilterError> {
-        let Layers::Blocked(layers) = &self.layers else {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("popcnt") {
+            // SAFETY: the CPU has just been seen to support POPCNT.
+            return unsafe { self.add_blocked_popcnt(hash, max_bytes) };
+        }
+        self.add_blocked_fused(hash, max_bytes, true)
+    }
+
+    /// `add_blocked_fused` compiled for CPUs with POPCNT (see `add_many_blocked_popcnt`).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    fn add_blocked_popcnt(&mut self, hash: &ItemHash, max_bytes: u64) -> Result<bool, FilterError> {
+        self.add_blocked_fused(hash, max_bytes, true)
+    }
+
+    /// Adds a hash to a blocked filter, with exactly the effect of checking every layer for it
+    /// and, if none holds it, inserting it into the newest (grown first if full). The older
+    /// layers are checked first; the newest one's check is its insert (`insert_new`), which
+    /// changes nothing when it holds the item. `prefetch`: request the item's lines first
+    /// (the batch path has already).
+    #[inline(always)]
+    fn add_blocked_fused(
+        &mut self,
+        hash: &ItemHash,
+        max_bytes: u64,
+        prefetch: bool,
+    ) -> Result<bool, FilterError> {
+        let Layers::Blocked(layers) = &mut self.layers else {
             unreachable!("called for blocked filters only")
         };
-        // The add will touch every block of the item in the newest layer; asking for all of
-        // them first overlaps those misses with the presence check's.
-        layers.last().expect("at least one layer").prefetch(hash);
-        if blocked_contains(layers, hash) {
+        let (newest, older) = layers.split_last_mut().expect("at least one layer");
+        if prefetch {
+            // Every line the add may touch, so that the older layers' misses overlap the
+            // newest one's.
+            newest.prefetch(hash);
+            for layer in older.iter() {
+                layer.prefetch_first(hash);
+            }
+        }
+        if !older.is_empty() && blocked_contains(older, hash) {
             return Ok(false);
         }
-        if layers.last().expect("at least one layer").is_full() {
+        if !newest.is_full() {
+            if newest.insert_new(hash) == 0 {
+                return Ok(false);
+            }
+        } else {
+            if newest.contains(hash) {
+                return Ok(false);
+            }
             self.grow(max_bytes)?;
+            let Layers::Blocked(layers) = &mut self.layers else {
+                unreachable!("the kind never changes")
+            };
+            layers.last_mut().expect("at least one layer").insert(hash);
         }
-        let Layers::Blocked(layers) = &mut self.layers else {
-            unreachable!("the kind never changes")
-        };
-        layers.last_mut().expect("at least one layer").insert(hash);
         self.items = self.items.saturating_add(1);
         Ok(true)
     }
@@ -975,6 +1046,123 @@ pub(crate) mod tests {
             let singles: Vec<bool> = probe_refs.iter().map(|p| one.contains(p)).collect();
             assert_eq!(many.contains_many(&probe_refs), singles);
         }
+    }
+
+    /// The blocked add as it was before the newest layer's presence check and insert were
+    /// fused: every layer checked by `blocked_contains`, then `insert` into the newest (grown
+    /// first when full).
+    fn unfused_add(
+        f: &mut ScalableFilter,
+        hash: &ItemHash,
+        max_bytes: u64,
+    ) -> Result<bool, FilterError> {
+        let Layers::Blocked(layers) = &f.layers else {
+            panic!("blocked")
+        };
+        if blocked_contains(layers, hash) {
+            return Ok(false);
+        }
+        if layers.last().unwrap().is_full() {
+            f.grow(max_bytes)?;
+        }
+        let Layers::Blocked(layers) = &mut f.layers else {
+            panic!("blocked")
+        };
+        layers.last_mut().unwrap().insert(hash);
+        f.items += 1;
+        Ok(true)
+    }
+
+    #[test]
+    fn fused_adds_set_the_same_bits_and_counts_as_unfused_ones() {
+        use crate::hash::mix64;
+        let mut shapes = std::collections::BTreeSet::new();
+        for error in [0.25, 0.01, 0.001, 1e-5, 1e-9] {
+            for expansion in [2, 0] {
+                let s = spec(100, error, expansion);
+                // A second run where growth is refused by the memory limit part-way.
+                let first = ScalableFilter::new(s, NO_LIMIT).unwrap().memory_usage();
+                for limit in [NO_LIMIT, first * 5] {
+                    // 3000 draws from 1200 items: many repeats, within and across batches.
+                    let mut state = 0x9e37_79b9_7f4a_7c15u64 ^ error.to_bits();
+                    let items: Vec<Vec<u8>> = (0..3000)
+                        .map(|_| {
+                            state = mix64(state);
+                            item(state % 1200)
+                        })
+                        .collect();
+                    let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+
+                    let mut unfused = ScalableFilter::new(s, NO_LIMIT).unwrap();
+                    let mut expected = Vec::new();
+                    for r in &refs {
+                        let result = unfused_add(&mut unfused, &ItemHash::of(r), limit);
+                        let failed = result.is_err();
+                        expected.push(result);
+                        if failed {
+                            break;
+                        }
+                    }
+                    let what = format!("error {error} expansion {expansion} limit {limit}");
+
+                    // The batch path as dispatched (POPCNT where the CPU has it), in batches
+                    // of uneven sizes.
+                    let mut many = ScalableFilter::new(s, NO_LIMIT).unwrap();
+                    let mut got = Vec::new();
+                    for chunk in refs.chunks(77) {
+                        got.extend(many.add_many(chunk, limit));
+                        if got.last().is_some_and(Result::is_err) {
+                            break;
+                        }
+                    }
+                    // The batch path compiled for baseline x86-64 (software popcount).
+                    let mut baseline = ScalableFilter::new(s, NO_LIMIT).unwrap();
+                    let mut baseline_got = Vec::new();
+                    baseline.add_many_blocked(&refs, limit, &mut baseline_got);
+                    // One by one.
+                    let mut single = ScalableFilter::new(s, NO_LIMIT).unwrap();
+                    let mut single_got = Vec::new();
+                    for r in &refs {
+                        let result = single.add(r, limit);
+                        let failed = result.is_err();
+                        single_got.push(result);
+                        if failed {
+                            break;
+                        }
+                    }
+
+                    assert!(unfused.layer_count() > 1 || expansion == 0, "{what}");
+                    assert!(expected.iter().any(|r| r == &Ok(false)), "{what}");
+                    for (name, f, results) in [
+                        ("add_many", &many, &got),
+                        ("baseline add_many", &baseline, &baseline_got),
+                        ("add", &single, &single_got),
+                    ] {
+                        assert_eq!(results, &expected, "{name}: {what}");
+                        assert_eq!(f, &unfused, "{name}: {what}");
+                        assert_eq!(f.items(), unfused.items(), "{name}: {what}");
+                        for (a, b) in f.layer_summaries().iter().zip(unfused.layer_summaries()) {
+                            assert_eq!(a.set_bits, b.set_bits, "{name}: {what}");
+                            assert_eq!(a.items, b.items, "{name}: {what}");
+                        }
+                        for (layer, bytes) in
+                            f.blocked_layers().unwrap().iter().zip(f.layer_bytes())
+                        {
+                            assert_eq!(
+                                layer.set_bits(),
+                                crate::bits::count_ones(bytes),
+                                "{name}: {what}"
+                            );
+                        }
+                    }
+                    for layer in unfused.blocked_layers().unwrap() {
+                        shapes.insert(layer.geometry().blocks_per_item);
+                    }
+                }
+            }
+        }
+        // Items of one block and of several, where two slots may share a block.
+        assert!(shapes.len() >= 3, "blocks per item covered: {shapes:?}");
     }
 
     #[test]
