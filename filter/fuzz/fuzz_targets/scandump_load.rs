@@ -78,9 +78,8 @@ fuzz_target!(|data: &[u8]| {
             target.is_some()
         };
         let before = small.then(|| filter.clone());
-        let old_bytes = target.map(|(i, within)| {
-            filter.layer_bytes()[i][within..within + chunk.len()].to_vec()
-        });
+        let old_bytes = target
+            .map(|(i, within)| filter.layer_bytes()[i][within..within + chunk.len()].to_vec());
         match codec::load_chunk(&mut filter, it, chunk) {
             Ok(()) => {
                 assert!(fits, "a chunk outside every layer was accepted (it {it})");
