@@ -42,16 +42,31 @@ pub fn parse_f64(bytes: &[u8]) -> Option<f64> {
     if bytes.first().is_none_or(space) || bytes.contains(&0) {
         return None;
     }
-    // Only ASCII can be a number; this also bounds the copy below by a readable argument.
+    // Only ASCII can be a number.
     if !bytes.is_ascii() {
         return None;
     }
-    let text = std::ffi::CString::new(bytes).ok()?;
+    // strtod wants a NUL-terminated copy: on the stack for any ordinary number, else in a
+    // fallible allocation (an argument can be as long as the client likes, and a failed
+    // infallible allocation would abort the server).
+    let mut short = [0u8; 128];
+    let mut long = Vec::new();
+    let text: &[u8] = if bytes.len() < short.len() {
+        short[..bytes.len()].copy_from_slice(bytes);
+        &short[..=bytes.len()]
+    } else {
+        long.try_reserve_exact(bytes.len() + 1).ok()?;
+        long.extend_from_slice(bytes);
+        long.push(0);
+        &long
+    };
+    let start = text.as_ptr().cast::<std::ffi::c_char>();
     let mut end: *mut std::ffi::c_char = std::ptr::null_mut();
-    // SAFETY: `text` is NUL-terminated and outlives the call; strtod writes only `end`.
-    let value = unsafe { strtod(text.as_ptr(), &mut end) };
+    // SAFETY: `text` is NUL-terminated (no NUL before it: checked above) and outlives the
+    // call; strtod writes only `end`.
+    let value = unsafe { strtod(start, &mut end) };
     // SAFETY: strtod sets `end` inside `text` (at most at its NUL).
-    let read = unsafe { end.offset_from(text.as_ptr()) };
+    let read = unsafe { end.cast_const().offset_from(start) };
     if usize::try_from(read).ok() != Some(bytes.len()) || value.is_nan() {
         return None;
     }
@@ -408,6 +423,17 @@ mod tests {
 
     /// Each input with what Redis's `StringToDouble` (strtod, then its checks) makes of it:
     /// checked against RedisBloom 2.8 on Redis 7.4.1 (tests/compat.rs repeats this live).
+    #[test]
+    fn long_numbers_parse_like_short_ones() {
+        // Past the stack buffer the copy is a fallible allocation; the result is the same.
+        for zeros in [100, 125, 126, 127, 128, 300] {
+            let text = format!("0.{}1", "0".repeat(zeros));
+            let expected: f64 = text.parse().unwrap();
+            assert_eq!(parse_f64(text.as_bytes()), Some(expected), "{zeros} zeros");
+            assert_eq!(parse_f64(format!("{text} ").as_bytes()), None);
+        }
+    }
+
     #[test]
     fn doubles_follow_redis_rules() {
         let table: &[(&str, Option<f64>)] = &[
