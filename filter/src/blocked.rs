@@ -446,13 +446,19 @@ impl BlockedLayer {
                 *word |= m;
             }
         }
+        self.count_item(flipped);
+        flipped
+    }
+
+    /// Counts one item whose insert flipped `flipped` bits.
+    #[inline(always)]
+    fn count_item(&mut self, flipped: u32) {
         self.set_bits += u64::from(flipped);
         // Saturating: counts loaded from other writers can sit at the top of the range.
         self.meta.items = self.meta.items.saturating_add(1);
         if self.meta.items == self.dense_at {
             advise_huge_pages(&self.blocks);
         }
-        flipped
     }
 
     /// Sets the item's bits unless every one is set already, in one pass over its blocks:
@@ -486,11 +492,7 @@ impl BlockedLayer {
             }
         }
         if flipped != 0 {
-            self.set_bits += u64::from(flipped);
-            self.meta.items = self.meta.items.saturating_add(1);
-            if self.meta.items == self.dense_at {
-                advise_huge_pages(&self.blocks);
-            }
+            self.count_item(flipped);
         }
         flipped
     }
