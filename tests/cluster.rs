@@ -6,25 +6,16 @@
 
 mod common;
 
-use std::net::TcpListener;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{error_of, items, Exec, Server};
+use common::{error_of, free_port, items, Exec, Server};
 use redis::cluster::{ClusterClient, ClusterConnection};
 use redis::{Cmd, ConnectionLike, FromRedisValue, Value};
 
 /// Three primaries owning all 16384 slots.
 struct Cluster {
     nodes: Vec<Server>,
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("no free port")
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 impl Cluster {

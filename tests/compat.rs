@@ -25,14 +25,13 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use common::{digest, server_error_text, text_of, wait_until, Exec, Server, Stop};
+use common::{copy_tree, digest, server_error_text, text_of, wait_until, Exec, Server, Stop};
 use redis::{Cmd, Value};
 use serde_json::{json, Value as Json};
 
@@ -197,22 +196,6 @@ fn stream_file(rel: &str) -> Vec<(i64, Vec<u8>)> {
 // ---------------------------------------------------------------------------------------------
 // Servers holding fixture files
 // ---------------------------------------------------------------------------------------------
-
-/// Copies `from` to `to` (a file or a directory tree), leaving the copies writable (the
-/// fixtures are read-only; the server appends to the AOF and replaces the RDB file).
-fn copy_tree(from: &Path, to: &Path) {
-    if from.is_dir() {
-        fs::create_dir_all(to).unwrap_or_else(|e| panic!("mkdir {}: {e}", to.display()));
-        for entry in fs::read_dir(from).unwrap_or_else(|e| panic!("{}: {e}", from.display())) {
-            let entry = entry.expect("readdir");
-            copy_tree(&entry.path(), &to.join(entry.file_name()));
-        }
-    } else {
-        fs::copy(from, to)
-            .unwrap_or_else(|e| panic!("copy {} to {}: {e}", from.display(), to.display()));
-        fs::set_permissions(to, fs::Permissions::from_mode(0o644)).expect("chmod copy");
-    }
-}
 
 /// A server that starts on `dump.rdb` of the fixtures: started empty (no snapshots), the file
 /// copied into its dir, then restarted without saving, so the start-up load reads it.

@@ -17,10 +17,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{
-    assert_pong, bf_info, crc64, digest, error_of, info_i64, items, key_exists, loadchunks, madd,
-    mexists, module_type_id, rdb_len, scandump, seal, Exec, Field, Payload, RbChain, RbLayer, Rng,
-    Server, LAYERBLOOM_ENCVER, OP_DOUBLE, OP_EOF, OP_FLOAT, OP_STRING, OP_UINT, RDB_TYPE_MODULE_2,
-    REDISBLOOM_ENCVER,
+    aof_file, assert_pong, bf_info, crc64, digest, error_of, info_i64, items, key_exists,
+    loadchunks, madd, mexists, module_type_id, rdb_len, scandump, seal, Exec, Field, Payload,
+    RbChain, RbLayer, Rng, Server, LAYERBLOOM_ENCVER, OP_DOUBLE, OP_EOF, OP_FLOAT, OP_STRING,
+    OP_UINT, RDB_TYPE_MODULE_2, REDISBLOOM_ENCVER,
 };
 use redis::{ConnectionLike, Value};
 
@@ -1689,7 +1689,7 @@ fn the_same_headers_replayed_from_the_aof_still_load() {
     });
     drop(con);
     s.restart(common::Stop::NoSave);
-    let incr = aof_incr_file(&s);
+    let incr = aof_file(s.dir(), "i");
     let mut aof = std::fs::OpenOptions::new()
         .append(true)
         .open(&incr)
@@ -1713,17 +1713,6 @@ fn the_same_headers_replayed_from_the_aof_still_load() {
         assert!(key_exists(&mut con, &key), "{what}: not replayed");
         assert_usable(&mut con, &key, what);
     }
-}
-
-/// The incremental AOF file the manifest names.
-fn aof_incr_file(s: &Server) -> std::path::PathBuf {
-    let dir = s.dir().join("appendonlydir");
-    let manifest = std::fs::read_to_string(dir.join("appendonly.aof.manifest")).unwrap();
-    let line = manifest
-        .lines()
-        .rfind(|l| l.ends_with("type i"))
-        .unwrap_or_else(|| panic!("no incremental AOF in the manifest:\n{manifest}"));
-    dir.join(line.split_whitespace().nth(1).unwrap())
 }
 
 #[test]

@@ -8,16 +8,12 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    bf_info, digest, error_of, info_i64, items, key_exists, madd, scandump, Exec, Server,
+    bf_info, digest, error_of, items, key_exists, madd, scandump, used_memory, Exec, Server,
 };
 use redis::Value;
 
 const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 const BAD_DATA_FORMAT: &str = "ERR Bad data format";
-
-fn used(con: &mut redis::Connection) -> i64 {
-    info_i64(con, "memory", "used_memory")
-}
 
 fn bf_stat(con: &mut redis::Connection, field: &str) -> i64 {
     con.info_map("bf")[&format!("bf_{field}")].parse().unwrap()
@@ -85,7 +81,7 @@ fn at_maxmemory(headroom: i64) -> (Server, redis::Connection) {
     let s = Server::start();
     let mut con = s.conn();
     con.ok(&cmd!("CONFIG", "SET", "maxmemory-policy", "noeviction"));
-    let limit = used(&mut con) + headroom;
+    let limit = used_memory(&mut con) + headroom;
     con.ok(&cmd!("CONFIG", "SET", "maxmemory", limit));
     (s, con)
 }
@@ -93,7 +89,7 @@ fn at_maxmemory(headroom: i64) -> (Server, redis::Connection) {
 #[test]
 fn a_reserve_that_would_pass_maxmemory_is_refused_with_redis_oom_error() {
     let (_s, mut con) = at_maxmemory(16 << 20);
-    let before = used(&mut con);
+    let before = used_memory(&mut con);
     // About 60 MB of bits, under the 4 GiB per-filter default.
     let e = con.err_text(&cmd!("BF.RESERVE", "k", "0.01", 50_000_000));
     assert_eq!(e, OOM);
@@ -107,7 +103,10 @@ fn a_reserve_that_would_pass_maxmemory_is_refused_with_redis_oom_error() {
     ));
     assert_eq!(e, OOM);
     assert!(!key_exists(&mut con, "k") && !key_exists(&mut con, "k2"));
-    assert!(used(&mut con) < before + (4 << 20), "memory was allocated");
+    assert!(
+        used_memory(&mut con) < before + (4 << 20),
+        "memory was allocated"
+    );
     // What fits is still created.
     con.ok(&cmd!("BF.RESERVE", "small", "0.01", 1000));
 }
@@ -129,14 +128,17 @@ fn growth_that_would_pass_maxmemory_is_refused_and_changes_nothing() {
     }
     assert_eq!(bf_info(&mut con, "g").items, 1000);
     let d = digest(&mut con, "g");
-    let before = used(&mut con);
+    let before = used_memory(&mut con);
     assert_eq!(con.err_text(&cmd!("BF.ADD", "g", "one-more")), OOM);
     let v = con.raw(&cmd!("BF.INSERT", "g", "ITEMS", "x", "y"));
     let Value::Array(r) = &v else { panic!("{v:?}") };
     assert_eq!(error_of(&r[0]).as_deref(), Some(OOM), "{v:?}");
     assert_eq!(digest(&mut con, "g"), d);
     assert_eq!(bf_info(&mut con, "g").filters, 1);
-    assert!(used(&mut con) < before + (4 << 20), "memory was allocated");
+    assert!(
+        used_memory(&mut con) < before + (4 << 20),
+        "memory was allocated"
+    );
 }
 
 // ------------------------------------------------------------------------- RESTORE
@@ -158,11 +160,14 @@ fn a_restore_of_a_large_empty_filter_is_refused_over_the_filter_limit() {
         .module_args(&["bf-max-filter-memory", "4mb"])
         .start();
     let mut con = s.conn();
-    let before = used(&mut con);
+    let before = used_memory(&mut con);
     let e = con.err_text(&cmd!("RESTORE", "big", 0, payload.as_slice()));
     assert_eq!(e, BAD_DATA_FORMAT);
     assert!(!key_exists(&mut con, "big"));
-    assert!(used(&mut con) < before + (4 << 20), "memory was allocated");
+    assert!(
+        used_memory(&mut con) < before + (4 << 20),
+        "memory was allocated"
+    );
     assert!(s.log().contains("over bf-max-filter-memory"), "{}", s.log());
 }
 
@@ -170,11 +175,14 @@ fn a_restore_of_a_large_empty_filter_is_refused_over_the_filter_limit() {
 fn a_restore_of_a_large_empty_filter_is_refused_over_maxmemory() {
     let payload = big_empty_dump();
     let (s, mut con) = at_maxmemory(8 << 20);
-    let before = used(&mut con);
+    let before = used_memory(&mut con);
     let e = con.err_text(&cmd!("RESTORE", "big", 0, payload.as_slice()));
     assert_eq!(e, BAD_DATA_FORMAT);
     assert!(!key_exists(&mut con, "big"));
-    assert!(used(&mut con) < before + (4 << 20), "memory was allocated");
+    assert!(
+        used_memory(&mut con) < before + (4 << 20),
+        "memory was allocated"
+    );
     assert!(s.log().contains("what maxmemory leaves"), "{}", s.log());
 }
 
@@ -187,7 +195,7 @@ fn a_filter_of_many_one_block_layers_ends_within_the_filter_limit() {
         .module_args(&["bf-max-filter-memory", "2mb"])
         .start();
     let mut con = s.conn();
-    let before = used(&mut con);
+    let before = used_memory(&mut con);
     con.ok(&cmd!("BF.RESERVE", "f", "0.01", 1, "EXPANSION", 1));
     let mut n = 0;
     'outer: for batch in 0.. {
@@ -202,7 +210,7 @@ fn a_filter_of_many_one_block_layers_ends_within_the_filter_limit() {
         }
         assert!(n < 1_000_000, "never refused");
     }
-    let grown = used(&mut con) - before;
+    let grown = used_memory(&mut con) - before;
     // 5% for the key, the client's buffers and allocator rounding the model does not see.
     assert!(
         grown <= limit + limit / 20,
@@ -251,13 +259,13 @@ fn bf_info_size_is_equal_for_a_filter_its_copy_and_after_reload() {
 fn info_bf_bytes_follows_used_memory() {
     let s = Server::start();
     let mut con = s.conn();
-    let before = used(&mut con);
+    let before = used_memory(&mut con);
     for i in 0..20 {
         let key = format!("f{i}");
         con.ok(&cmd!("BF.RESERVE", &key, "0.01", 1, "EXPANSION", 1));
         madd(&mut con, &key, &items(&key, 300));
     }
-    let grown = (used(&mut con) - before) as f64;
+    let grown = (used_memory(&mut con) - before) as f64;
     let bytes = bf_stat(&mut con, "bytes") as f64;
     assert!(
         (bytes / grown - 1.0).abs() < 0.10,

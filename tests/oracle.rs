@@ -22,9 +22,9 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use common::{redisbloom_path, server_error_text, Exec, Rng, Server};
+use common::{copy_tree, redisbloom_path, server_error_text, Exec, Rng, Server};
 use redis::Value;
 
 /// The seeds of the random streams; printed with every discrepancy.
@@ -1928,20 +1928,6 @@ fn redisbloom_dump_payloads_restore_into_layerbloom() {
     }
     continue_alike(&mut diffs, "DUMP -> RESTORE", &mut rb, &mut lb, &filters);
     diffs.assert_none("DUMP payloads");
-}
-
-/// Copies a file or directory tree.
-fn copy_tree(from: &Path, to: &Path) {
-    if from.is_dir() {
-        std::fs::create_dir_all(to).unwrap();
-        for e in std::fs::read_dir(from).unwrap() {
-            let e = e.unwrap();
-            copy_tree(&e.path(), &to.join(e.file_name()));
-        }
-    } else {
-        std::fs::copy(from, to)
-            .unwrap_or_else(|e| panic!("copy {} -> {}: {e}", from.display(), to.display()));
-    }
 }
 
 /// Starts layerbloom on a copy of `files` (from RedisBloom's dir) with `config`.

@@ -6,11 +6,11 @@
 mod common;
 
 use std::fs;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::{
-    bf_info, digest, error_of, items, key_exists, madd, mexists, BfInfo, Exec, Keys, Server, Stop,
+    aof_file, bf_info, digest, error_of, items, key_exists, madd, mexists, used_memory, BfInfo,
+    Exec, Keys, Server, Stop,
 };
 use redis::Value;
 
@@ -131,28 +131,6 @@ fn assert_unchanged(
     }
 }
 
-/// The AOF base file named by the manifest.
-fn aof_base(dir: &Path) -> PathBuf {
-    aof_file(dir, "b")
-}
-
-/// The newest AOF file of a type (`b` base, `i` incremental) named by the manifest.
-fn aof_file(dir: &Path, kind: &str) -> PathBuf {
-    let aof_dir = dir.join("appendonlydir");
-    let manifest = fs::read_to_string(aof_dir.join("appendonly.aof.manifest"))
-        .expect("no AOF manifest in appendonlydir");
-    let line = manifest
-        .lines()
-        .rfind(|l| {
-            l.split_whitespace()
-                .collect::<Vec<_>>()
-                .ends_with(&["type", kind])
-        })
-        .unwrap_or_else(|| panic!("no file of type {kind} in the manifest:\n{manifest}"));
-    let name = line.split_whitespace().nth(1).unwrap();
-    aof_dir.join(name)
-}
-
 fn contains_ci(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len())
         .any(|w| w.eq_ignore_ascii_case(needle))
@@ -201,7 +179,7 @@ fn filters_survive_an_aof_rewrite_without_rdb_preamble_and_restart() {
     con.raw(&cmd!("BGREWRITEAOF"));
     common::wait_for_aof_rewrite(&mut con);
     // The module's AOF rewrite wrote the filters as BF.LOADCHUNK commands.
-    let base = aof_base(s.dir());
+    let base = aof_file(s.dir(), "b");
     let text = fs::read(&base).unwrap();
     assert!(
         base.to_string_lossy().ends_with(".base.aof"),
@@ -230,7 +208,7 @@ fn filters_survive_an_aof_rewrite_with_rdb_preamble_and_restart() {
     let before = snapshots(&mut con, &fixtures);
     con.raw(&cmd!("BGREWRITEAOF"));
     common::wait_for_aof_rewrite(&mut con);
-    let base = aof_base(s.dir());
+    let base = aof_file(s.dir(), "b");
     assert!(fs::read(&base).unwrap().starts_with(b"REDIS"));
     s.restart(Stop::NoSave);
     let mut con = s.conn();
@@ -503,10 +481,6 @@ fn memory_usage_is_at_least_the_reported_size() {
             f.key
         );
     }
-}
-
-fn used_memory(con: &mut redis::Connection) -> i64 {
-    con.info_map("memory")["used_memory"].parse().unwrap()
 }
 
 #[test]

@@ -18,9 +18,7 @@ fn primary() -> Server {
 }
 
 fn replica_of(primary: &Server) -> Server {
-    Server::builder()
-        .config("replicaof", &format!("127.0.0.1 {}", primary.port()))
-        .start()
+    Server::builder().replica_of(primary).start()
 }
 
 fn set_defaults(con: &mut redis::Connection, size: i64, error: &str, expansion: i64) {

@@ -28,7 +28,7 @@ fn primary() -> Server {
 
 fn replica_of(primary: &Server, extra: &[(&str, &str)]) -> Server {
     let mut b = Server::builder()
-        .config("replicaof", &format!("127.0.0.1 {}", primary.port()))
+        .replica_of(primary)
         .config("repl-timeout", "120");
     for (k, v) in extra {
         b = b.config(k, v);

@@ -6,9 +6,10 @@
 mod common;
 
 use std::fs;
-use std::path::{Path, PathBuf};
 
-use common::{bf_info, digest, error_of, info_i64, scandump, Exec, Payload, Server, Stop};
+use common::{
+    aof_file, bf_info, digest, error_of, info_i64, scandump, Exec, Payload, Server, Stop,
+};
 use redis::Value;
 
 /// The most layers a filter may have (README, "Sizing").
@@ -175,18 +176,6 @@ fn a_header_with_more_layers_than_the_cap_is_refused_by_loadchunk_and_restore() 
     assert_eq!(bf_info(&mut con, "restored").filters, MAX_LAYERS as i64);
 }
 
-/// The AOF base file named by the manifest.
-fn aof_base(dir: &Path) -> PathBuf {
-    let aof_dir = dir.join("appendonlydir");
-    let manifest = fs::read_to_string(aof_dir.join("appendonly.aof.manifest")).unwrap();
-    let name = manifest
-        .lines()
-        .find(|l| l.contains("type b"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .expect("a base file in the manifest");
-    aof_dir.join(name)
-}
-
 /// Occurrences of `needle` in `hay`.
 fn count(hay: &[u8], needle: &[u8]) -> usize {
     hay.windows(needle.len()).filter(|w| *w == needle).count()
@@ -207,7 +196,7 @@ fn the_aof_rewrite_of_the_longest_chain_writes_one_chunk_per_layer_and_reloads()
     let before = digest(&mut con, "chain");
     con.raw(&cmd!("BGREWRITEAOF"));
     common::wait_for_aof_rewrite(&mut con);
-    let base = fs::read(aof_base(s.dir())).unwrap();
+    let base = fs::read(aof_file(s.dir(), "b")).unwrap();
     // The header, then one chunk per layer (each holds an item, so none is all zeros).
     assert_eq!(count(&base, b"BF.LOADCHUNK"), 1 + MAX_LAYERS);
     s.restart(Stop::NoSave);
@@ -247,7 +236,7 @@ fn a_filter_of_more_layers_than_the_cap_still_loads_from_the_aof_and_cannot_grow
         "ERR received bad data"
     );
     fs::write(
-        aof_base(s.dir()),
+        aof_file(s.dir(), "b"),
         resp_command(&[b"BF.LOADCHUNK", b"long", b"1", &over]),
     )
     .unwrap();

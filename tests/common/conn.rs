@@ -54,6 +54,11 @@ pub fn config_get(con: &mut redis::Connection, name: &str) -> String {
     v[1].clone()
 }
 
+/// `used_memory` of `INFO memory`: the bytes the server's allocator counts as in use.
+pub fn used_memory(con: &mut redis::Connection) -> i64 {
+    info_i64(con, "memory", "used_memory")
+}
+
 /// The server's count of objects freed in the background. Redis 7.0 reports it under INFO
 /// memory; later versions may move it to INFO stats.
 pub fn lazyfreed_objects(con: &mut redis::Connection) -> i64 {

@@ -20,6 +20,7 @@
 use std::fs;
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -88,6 +89,11 @@ impl Builder {
     pub fn module(mut self, path: &Path) -> Self {
         self.module = Some(path.to_path_buf());
         self
+    }
+
+    /// The `replicaof` directive: a replica of `primary` (one of the test's own servers).
+    pub fn replica_of(self, primary: &Server) -> Self {
+        self.config("replicaof", &format!("127.0.0.1 {}", primary.port()))
     }
 
     /// The `save` directive (default `""`, no automatic snapshots).
@@ -245,6 +251,40 @@ impl Drop for Server {
                 let _ = fs::remove_dir_all(dir);
             }
         }
+    }
+}
+
+/// The newest AOF file of a type (`b` base, `i` incremental) the manifest in a server's dir
+/// names.
+pub fn aof_file(dir: &Path, kind: &str) -> PathBuf {
+    let aof_dir = dir.join("appendonlydir");
+    let manifest = fs::read_to_string(aof_dir.join("appendonly.aof.manifest"))
+        .expect("no AOF manifest in appendonlydir");
+    let line = manifest
+        .lines()
+        .rfind(|l| {
+            l.split_whitespace()
+                .collect::<Vec<_>>()
+                .ends_with(&["type", kind])
+        })
+        .unwrap_or_else(|| panic!("no file of type {kind} in the manifest:\n{manifest}"));
+    let name = line.split_whitespace().nth(1).unwrap();
+    aof_dir.join(name)
+}
+
+/// Copies `from` to `to` (a file or a directory tree), leaving the copies writable (fixtures
+/// may be read-only; a server appends to its AOF and replaces its RDB file).
+pub fn copy_tree(from: &Path, to: &Path) {
+    if from.is_dir() {
+        fs::create_dir_all(to).unwrap_or_else(|e| panic!("mkdir {}: {e}", to.display()));
+        for entry in fs::read_dir(from).unwrap_or_else(|e| panic!("{}: {e}", from.display())) {
+            let entry = entry.expect("readdir");
+            copy_tree(&entry.path(), &to.join(entry.file_name()));
+        }
+    } else {
+        fs::copy(from, to)
+            .unwrap_or_else(|e| panic!("copy {} to {}: {e}", from.display(), to.display()));
+        fs::set_permissions(to, fs::Permissions::from_mode(0o644)).expect("chmod copy");
     }
 }
 
