@@ -82,13 +82,17 @@ bench-hostile: build
 bench-criterion:
 	$(CARGO) bench -p layerbloom-filter --bench core
 
-## lint: formatting and clippy, warnings as errors
+## lint: formatting and clippy, warnings as errors, in the workspace and in the fuzz crate
+## (filter/fuzz, a workspace of its own: checked on the stable toolchain, no cargo-fuzz needed)
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
+	cd filter/fuzz && $(CARGO) fmt --check
+	cd filter/fuzz && $(CARGO) clippy --all-targets -- -D warnings
 
 fmt:
 	$(CARGO) fmt --all
+	cd filter/fuzz && $(CARGO) fmt
 
 clean:
 	$(CARGO) clean
