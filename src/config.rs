@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU64, 
 use layerbloom_filter::{FilterSpec, Layout};
 use redis_module::{raw, Context, ContextFlags, RedisString};
 
-use crate::args::{self, MAX_CAPACITY, MAX_ERROR_RATE, MAX_EXPANSION};
+use crate::bf::args::{self, MAX_CAPACITY, MAX_ERROR_RATE, MAX_EXPANSION};
 
 /// Default error rate of auto-created filters.
 pub const DEFAULT_ERROR_RATE: f64 = 0.01;

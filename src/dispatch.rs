@@ -12,7 +12,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::{raw, Context, RedisString};
 
-use crate::commands::{self, CommandResult};
+use crate::bf::handlers::{self as commands, CommandResult};
 use crate::error::BfError;
 use crate::reply::Reply;
 

@@ -3,9 +3,8 @@
 //! `layerbloom-filter`: argument parsing, replies, the data type's callbacks and settings.
 
 mod alloc;
-mod args;
+mod bf;
 mod command_docs;
-mod commands;
 mod config;
 mod datatype;
 mod dispatch;

@@ -8,7 +8,7 @@ use layerbloom_filter::{FilterError, FilterSpec, Layers, Layout, ScalableFilter}
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{Context, ContextFlags, KeyType, RedisString};
 
-use crate::args::{self, InfoField, InfoRequest};
+use crate::bf::args::{self, InfoField, InfoRequest};
 use crate::config;
 use crate::datatype::BLOOM_TYPE;
 use crate::error::BfError;

@@ -1,0 +1,4 @@
+//! The Bloom filter's commands (`BF.*`).
+
+pub mod args;
+pub mod handlers;
