@@ -5,6 +5,7 @@
 mod alloc;
 mod bf;
 mod command_docs;
+mod command_spec;
 mod config;
 mod datatype;
 mod dispatch;
@@ -23,6 +24,9 @@ use crate::datatype::BLOOM_TYPE;
 /// The version `MODULE LIST` reports: the RedisBloom API level implemented (2.8), so tools
 /// that gate features on RedisBloom's version see the BF commands they expect.
 const MODULE_VERSION: i32 = 20800;
+
+/// The command table of each structure.
+const TABLES: &[&[dispatch::Command]] = &[bf::COMMANDS];
 
 #[cfg(not(test))]
 type Allocator = alloc::ModuleAlloc;
@@ -45,7 +49,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
             raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as i32,
         )
     };
-    let setup = dispatch::register(ctx)
+    let setup = dispatch::register(ctx, TABLES)
         .and_then(|()| config::register(ctx))
         .and_then(|()| config::apply_module_args(args));
     if let Err(why) = setup {
@@ -86,7 +90,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     }
     // Docs and ACL categories help clients and operators; a server that refuses them still
     // runs every command, so this is logged, not fatal.
-    match command_docs::register(ctx) {
+    match command_docs::register(ctx, TABLES) {
         Ok(r) => log::notice(
             Some(ctx),
             &format!(
