@@ -17,6 +17,7 @@ use redis_module::{raw, Context};
 
 use crate::command_spec::{Arg, ArgKind, KeyAccess};
 use crate::dispatch::Command;
+use crate::raw_api;
 
 fn arg_type(kind: ArgKind) -> raw::RedisModuleCommandArgType {
     match kind {
@@ -132,58 +133,51 @@ pub struct Registered {
 /// Sets docs, key specs and (where the server has them) ACL categories of every command of
 /// the tables; called from `OnLoad`, after the commands were created.
 pub fn register(ctx: &Context, tables: &[&[Command]]) -> Result<Registered, String> {
-    let raw_ctx = ctx.get_raw();
-    // SAFETY: reading the API table Redis filled before OnLoad; the functions are called with
-    // this module's context during OnLoad, with zero-terminated strings and arrays that live
-    // until the calls return (Redis copies what it keeps).
-    unsafe {
-        let get_command = raw::RedisModule_GetCommand.ok_or("no RedisModule_GetCommand")?;
-        let set_info = raw::RedisModule_SetCommandInfo.ok_or("no RedisModule_SetCommandInfo")?;
-        let set_categories = raw::RedisModule_SetCommandACLCategories;
-        let bloom_category = match (raw::RedisModule_AddACLCategory, set_categories) {
-            (Some(add), Some(_)) => add(raw_ctx, c"bloom".as_ptr()) == raw::REDISMODULE_OK as c_int,
-            _ => false,
+    let set_categories = raw_api::has_command_acl_categories();
+    let bloom_category =
+        set_categories && raw_api::add_acl_category(ctx, c"bloom").unwrap_or(false);
+    for doc in tables.iter().copied().flatten().map(|c| c.spec) {
+        let name = CString::new(doc.name).expect("no NUL in command names");
+        let command = raw_api::get_command(ctx, &name)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("command {} is not registered", doc.name))?;
+        let mut arena = Arena::default();
+        let mut specs = key_specs(doc.key);
+        let info = raw::RedisModuleCommandInfo {
+            version: &INFO_VERSION,
+            summary: arena.text(doc.summary),
+            complexity: arena.text(doc.complexity),
+            since: arena.maybe(doc.since),
+            history: std::ptr::null_mut(),
+            tips: std::ptr::null(),
+            arity: doc.arity.redis(),
+            key_specs: specs.as_mut_ptr(),
+            args: arena.args(doc.args),
         };
-        for doc in tables.iter().copied().flatten().map(|c| c.spec) {
-            let name = CString::new(doc.name).expect("no NUL in command names");
-            let command = get_command(raw_ctx, name.as_ptr());
-            if command.is_null() {
-                return Err(format!("command {} is not registered", doc.name));
-            }
-            let mut arena = Arena::default();
-            let mut specs = key_specs(doc.key);
-            let info = raw::RedisModuleCommandInfo {
-                version: &INFO_VERSION,
-                summary: arena.text(doc.summary),
-                complexity: arena.text(doc.complexity),
-                since: arena.maybe(doc.since),
-                history: std::ptr::null_mut(),
-                tips: std::ptr::null(),
-                arity: doc.arity.redis(),
-                key_specs: specs.as_mut_ptr(),
-                args: arena.args(doc.args),
+        // SAFETY: the strings and argument arrays belong to `arena`, the key specs to
+        // `specs`, both alive until the call returns; every array ends with the all-zero
+        // element (`Arena::args`, `key_specs`).
+        let accepted = unsafe { raw_api::set_command_info(command, &info) };
+        if !accepted.map_err(|e| e.to_string())? {
+            return Err(format!("Redis refused the command docs of {}", doc.name));
+        }
+        if set_categories {
+            let categories = if bloom_category {
+                format!("{} bloom", doc.acl)
+            } else {
+                doc.acl.to_string()
             };
-            if set_info(command, &info) != raw::REDISMODULE_OK as c_int {
-                return Err(format!("Redis refused the command docs of {}", doc.name));
-            }
-            if let Some(set) = set_categories {
-                let categories = if bloom_category {
-                    format!("{} bloom", doc.acl)
-                } else {
-                    doc.acl.to_string()
-                };
-                let categories = CString::new(categories).expect("no NUL in categories");
-                if set(command, categories.as_ptr()) != raw::REDISMODULE_OK as c_int {
-                    return Err(format!(
-                        "Redis refused the ACL categories {:?} of {}",
-                        categories, doc.name
-                    ));
-                }
+            let categories = CString::new(categories).expect("no NUL in categories");
+            if !raw_api::set_command_acl_categories(command, &categories).unwrap_or(false) {
+                return Err(format!(
+                    "Redis refused the ACL categories {:?} of {}",
+                    categories, doc.name
+                ));
             }
         }
-        Ok(Registered {
-            bloom_category,
-            categories: set_categories.is_some(),
-        })
     }
+    Ok(Registered {
+        bloom_category,
+        categories: set_categories,
+    })
 }

@@ -14,6 +14,7 @@ use redis_module::{raw, Context, RedisString};
 
 use crate::command_spec::CommandSpec;
 use crate::error::BfError;
+use crate::raw_api;
 use crate::reply::Reply;
 
 /// What every handler returns: `Err` is replied as an error (nothing was replied yet).
@@ -116,25 +117,12 @@ pub(crate) use command_table;
 
 /// Creates every command of the tables (key at argument 1 for all of them).
 pub fn register(ctx: &Context, tables: &[&[Command]]) -> Result<(), String> {
-    // SAFETY: reading the API table Redis filled before OnLoad.
-    let create = unsafe { raw::RedisModule_CreateCommand }.ok_or("no RedisModule_CreateCommand")?;
     for command in tables.iter().copied().flatten() {
         let name = CString::new(command.spec.name).map_err(|e| e.to_string())?;
         let flags = CString::new(command.spec.flags).map_err(|e| e.to_string())?;
-        // SAFETY: called from OnLoad with its context and zero-terminated strings, which Redis
-        // copies.
-        let status = unsafe {
-            create(
-                ctx.get_raw(),
-                name.as_ptr(),
-                Some(command.entry),
-                flags.as_ptr(),
-                1,
-                1,
-                1,
-            )
-        };
-        if status != raw::REDISMODULE_OK as c_int {
+        let created = raw_api::create_command(ctx, &name, Some(command.entry), &flags, (1, 1, 1))
+            .map_err(|e| e.to_string())?;
+        if !created {
             return Err(format!("cannot create command {}", command.spec.name));
         }
     }

@@ -6,6 +6,7 @@ use std::ffi::{c_char, c_long, c_longlong};
 use redis_module::{raw, Context, ContextFlags};
 
 use crate::error::BfError;
+use crate::raw_api;
 use crate::stats;
 
 /// Writes the reply of one command.
@@ -77,14 +78,10 @@ impl<'a> Reply<'a> {
     pub fn error(&self, error: &BfError) {
         stats::refused(error);
         if *error == BfError::WrongArity {
-            // SAFETY: a valid command context.
-            unsafe { raw::RedisModule_WrongArity.expect("core API")(self.ctx.get_raw()) };
+            raw_api::reply_wrong_arity(self.ctx);
             return;
         }
         let text = std::ffi::CString::new(error.to_string()).expect("error texts have no NUL");
-        // SAFETY: a valid command context; Redis copies the text.
-        unsafe {
-            raw::RedisModule_ReplyWithError.expect("core API")(self.ctx.get_raw(), text.as_ptr())
-        };
+        raw_api::reply_error(self.ctx, &text);
     }
 }
