@@ -1,5 +1,12 @@
-//! The BF.* command handlers: check the arguments, open the key, call the core, reply.
-//! Every argument is validated before the key is touched, so a bad command changes nothing.
+//! The BF.* command handlers: check the arguments, open the key, call the core, reply. Each
+//! is called with an argument count its table entry (`table.rs`) accepts: dispatch checked it.
+//!
+//! A refused command changes nothing. The write commands parse their options (and
+//! BF.LOADCHUNK its iterator) before they open the key; what can only be checked against the
+//! filter (a BF.LOADCHUNK chunk's place in it) is checked before anything is written. The
+//! read-only BF.INFO and BF.SCANDUMP look the key up first and parse their word or iterator
+//! after, as RedisBloom does: a missing key or a key of another type is the error a client
+//! sees before a bad argument (the oracle tests pin the order).
 
 use layerbloom_filter::classic::format_g;
 use layerbloom_filter::codec;
@@ -282,7 +289,8 @@ pub fn card(ctx: &Context, args: &[RedisString]) -> CommandResult {
 
 /// `BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION | ERROR | FILL | FPR | DISTINCT
 /// | MAXCAPACITY | HEALTH]`: without a word, exactly RedisBloom's five fields in its order
-/// (clients reject any other); the health figures only when asked for.
+/// (clients reject any other); the health figures only when asked for. The word is parsed
+/// after the key is looked up, in RedisBloom's order of errors.
 pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key(&args[1]);
     let filter = read_filter(&key)?.ok_or(BfError::NotFound)?;
@@ -377,7 +385,8 @@ pub fn debug(ctx: &Context, args: &[RedisString]) -> CommandResult {
     Ok(())
 }
 
-/// `BF.SCANDUMP key iterator`
+/// `BF.SCANDUMP key iterator`: the iterator is parsed after the key is looked up, in
+/// RedisBloom's order of errors.
 pub fn scandump(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key(&args[1]);
     let filter = read_filter(&key)?.ok_or(BfError::NotFound)?;
