@@ -20,7 +20,8 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU64, 
 use layerbloom_filter::{FilterSpec, Layout};
 use redis_module::{raw, Context, ContextFlags, RedisString};
 
-use crate::bf::args::{self, MAX_CAPACITY, MAX_ERROR_RATE, MAX_EXPANSION};
+use crate::bf::args::{MAX_CAPACITY, MAX_ERROR_RATE, MAX_EXPANSION};
+use crate::number;
 use crate::raw_api::{self, EnumConfig, NumericConfig, StringConfig};
 
 /// Default error rate of auto-created filters.
@@ -144,7 +145,7 @@ pub fn max_filter_bytes(ctx: &Context) -> u64 {
 }
 
 fn check_error_rate(text: &[u8]) -> Result<f64, &'static str> {
-    match args::parse_f64(text) {
+    match number::parse_f64(text) {
         Some(r) if r > 0.0 && r < 1.0 => Ok(r),
         _ => Err("error rate must be a number in the open interval (0, 1)"),
     }
@@ -380,7 +381,7 @@ pub fn parse_memory(text: &[u8]) -> Option<i64> {
         .iter()
         .find_map(|&(suffix, unit)| text.strip_suffix(suffix).map(|d| (d, unit)))
         .unwrap_or((text.as_str(), 1));
-    args::parse_i64(digits.as_bytes())?.checked_mul(unit)
+    number::parse_i64(digits.as_bytes())?.checked_mul(unit)
 }
 
 /// Applies load-time arguments: `NAME VALUE` pairs, names case-insensitive.
@@ -398,7 +399,7 @@ pub fn apply_module_args(module_args: &[RedisString]) -> Result<(), String> {
                 store_error_rate(rate, value);
             }
             "initial_size" | "bf-initial-size" => {
-                let n = args::parse_i64(value)
+                let n = number::parse_i64(value)
                     .filter(|n| (1..=MAX_CAPACITY as i64).contains(n))
                     .ok_or_else(|| {
                         format!("{name} {shown}: must be an integer in [1, {MAX_CAPACITY}]")
@@ -406,7 +407,7 @@ pub fn apply_module_args(module_args: &[RedisString]) -> Result<(), String> {
                 INITIAL_SIZE.store(n, Ordering::Relaxed);
             }
             "expansion" | "bf-expansion-factor" => {
-                let n = args::parse_i64(value)
+                let n = number::parse_i64(value)
                     .filter(|n| (0..=i64::from(MAX_EXPANSION)).contains(n))
                     .ok_or_else(|| {
                         format!("{name} {shown}: must be an integer in [0, {MAX_EXPANSION}]")
@@ -422,7 +423,7 @@ pub fn apply_module_args(module_args: &[RedisString]) -> Result<(), String> {
                 LAYOUT.store(value, Ordering::Relaxed);
             }
             "bf-capacity-warning" => {
-                let n = args::parse_i64(value)
+                let n = number::parse_i64(value)
                     .filter(|n| (0..=100).contains(n))
                     .ok_or_else(|| format!("{name} {shown}: must be a percentage, 0 to 100"))?;
                 CAPACITY_WARNING.store(n, Ordering::Relaxed);

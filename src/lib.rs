@@ -13,6 +13,7 @@ mod error;
 mod log;
 mod log_limit;
 mod memory;
+mod number;
 mod propagate;
 mod raw_api;
 mod reply;

@@ -21,6 +21,7 @@ use crate::datatype::BLOOM_TYPE;
 use crate::dispatch::CommandResult;
 use crate::error::BfError;
 use crate::memory::Limits;
+use crate::number;
 use crate::propagate::{self, Before, Change};
 use crate::reply::Reply;
 use crate::stats;
@@ -390,7 +391,7 @@ pub fn debug(ctx: &Context, args: &[RedisString]) -> CommandResult {
 pub fn scandump(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key(&args[1]);
     let filter = read_filter(&key)?.ok_or(BfError::NotFound)?;
-    let it = args::parse_i64(args[2].as_slice()).ok_or(BfError::ScanDumpNotNumeric)?;
+    let it = number::parse_i64(args[2].as_slice()).ok_or(BfError::ScanDumpNotNumeric)?;
     let reply = Reply::new(ctx);
     reply.array(2);
     if it == 0 {
@@ -406,7 +407,7 @@ pub fn scandump(ctx: &Context, args: &[RedisString]) -> CommandResult {
 
 /// `BF.LOADCHUNK key iterator data`
 pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> CommandResult {
-    let it = args::parse_i64(args[2].as_slice()).ok_or(BfError::LoadChunkNotNumeric)?;
+    let it = number::parse_i64(args[2].as_slice()).ok_or(BfError::LoadChunkNotNumeric)?;
     let data = args[3].as_slice();
     let key = ctx.open_key_writable(&args[1]);
     let created = match write_filter(&key)? {
