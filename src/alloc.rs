@@ -16,7 +16,7 @@ use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use redis_module::raw;
+use crate::raw_api;
 
 /// The only alignment every allocation of the server's allocator is guaranteed to have.
 const GUARANTEED_ALIGN: usize = 8;
@@ -38,24 +38,13 @@ pub struct RedisAlloc;
 
 impl RawAlloc for RedisAlloc {
     fn alloc(&self, size: usize) -> *mut u8 {
-        // SAFETY: the function pointers are set by RedisModule_Init before any module code
-        // runs and never change afterwards; TryAlloc accepts any size and returns null on
-        // failure.
-        unsafe {
-            match raw::RedisModule_TryAlloc {
-                Some(alloc) => alloc(size).cast(),
-                None => std::ptr::null_mut(),
-            }
-        }
+        raw_api::try_alloc(size)
     }
 
     unsafe fn free(&self, ptr: *mut u8) {
-        // SAFETY: `ptr` came from `alloc`, whose memory Redis's allocator owns.
-        unsafe {
-            if let Some(free) = raw::RedisModule_Free {
-                free(ptr.cast::<c_void>());
-            }
-        }
+        // SAFETY: `ptr` came from `alloc`, whose memory Redis's allocator owns, and is freed
+        // once (the trait's contract).
+        unsafe { raw_api::free(ptr.cast::<c_void>()) }
     }
 }
 
@@ -264,15 +253,15 @@ fn page_size() -> usize {
 /// # Safety
 /// `ptr` must be a live allocation made by `ModuleAlloc` with alignment `align`.
 pub unsafe fn allocated_size(ptr: *const u8, align: usize) -> Option<usize> {
-    // SAFETY: see the function's contract.
+    // SAFETY: see the function's contract: a padded over-aligned allocation keeps the
+    // allocator's own pointer in the 8 bytes before `ptr`, any other is the allocator's.
     unsafe {
-        let size = raw::RedisModule_MallocSize?;
         let raw_ptr = if over_aligned(align) && !is_direct(ptr) {
             ptr.cast::<*mut u8>().sub(1).read()
         } else {
             ptr.cast_mut()
         };
-        Some(size(raw_ptr.cast::<c_void>()))
+        raw_api::malloc_size(raw_ptr.cast::<c_void>())
     }
 }
 

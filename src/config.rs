@@ -20,7 +20,9 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU64, 
 use layerbloom_filter::{FilterSpec, Layout};
 use redis_module::{raw, Context, ContextFlags, RedisString};
 
-use crate::args::{self, MAX_CAPACITY, MAX_ERROR_RATE, MAX_EXPANSION};
+use crate::bf::args::{MAX_CAPACITY, MAX_ERROR_RATE, MAX_EXPANSION};
+use crate::number;
+use crate::raw_api::{self, EnumConfig, NumericConfig, StringConfig};
 
 /// Default error rate of auto-created filters.
 pub const DEFAULT_ERROR_RATE: f64 = 0.01;
@@ -143,7 +145,7 @@ pub fn max_filter_bytes(ctx: &Context) -> u64 {
 }
 
 fn check_error_rate(text: &[u8]) -> Result<f64, &'static str> {
-    match args::parse_f64(text) {
+    match number::parse_f64(text) {
         Some(r) if r > 0.0 && r < 1.0 => Ok(r),
         _ => Err("error rate must be a number in the open interval (0, 1)"),
     }
@@ -159,18 +161,12 @@ fn store_error_rate(rate: f64, text: &[u8]) {
         ));
     }
     ERROR_RATE.store(rate.to_bits(), Ordering::Relaxed);
-    // SAFETY: a context-free string is valid until freed; the old one is no longer reachable
-    // once swapped out, and configs are only read and written on the main thread.
-    unsafe {
-        let new = raw::RedisModule_CreateString.expect("core API")(
-            std::ptr::null_mut(),
-            text.as_ptr().cast::<c_char>(),
-            text.len(),
-        );
-        let old = ERROR_RATE_TEXT.swap(new, Ordering::AcqRel);
-        if !old.is_null() {
-            raw::RedisModule_FreeString.expect("core API")(std::ptr::null_mut(), old);
-        }
+    // Configs are only read and written on the main thread: the old string, once swapped
+    // out, is reachable from nowhere else.
+    let old = ERROR_RATE_TEXT.swap(raw_api::create_string(text), Ordering::AcqRel);
+    if !old.is_null() {
+        // SAFETY: made by `create_string` here, and no longer reachable.
+        unsafe { raw_api::free_string(old) };
     }
 }
 
@@ -178,13 +174,7 @@ fn store_error_rate(rate: f64, text: &[u8]) {
 fn set_error(err: *mut *mut raw::RedisModuleString, message: &str) -> c_int {
     if !err.is_null() {
         // SAFETY: Redis passes a valid out-pointer and takes ownership of the string.
-        unsafe {
-            *err = raw::RedisModule_CreateString.expect("core API")(
-                std::ptr::null_mut(),
-                message.as_ptr().cast::<c_char>(),
-                message.len(),
-            );
-        }
+        unsafe { *err = raw_api::create_string(message.as_bytes()) };
     }
     raw::REDISMODULE_ERR as c_int
 }
@@ -265,9 +255,7 @@ extern "C" fn set_numeric(
 
 /// The server's version as `0x00MMmmpp`, or 0 where the API to ask is missing.
 pub fn server_version() -> i32 {
-    // SAFETY: the API table is filled before OnLoad and never written again; the function
-    // takes no arguments and only reads the server's version constant.
-    unsafe { raw::RedisModule_GetServerVersion.map_or(0, |get| get()) }
+    raw_api::server_version()
 }
 
 /// Whether the server may accept unprefixed setting names: Redis 8 and later. Valkey reports
@@ -284,110 +272,94 @@ fn unprefixed_names_possible(ctx: &Context) -> bool {
 /// Registers the settings and loads their values from the server's configuration.
 pub fn register(ctx: &Context) -> Result<(), String> {
     store_error_rate(DEFAULT_ERROR_RATE, b"0.01");
-    let raw_ctx = ctx.get_raw();
     let name = |n: &str| CString::new(n).expect("no NUL in setting names");
-    let ok = raw::REDISMODULE_OK as c_int;
-    // SAFETY: called from RedisModule_OnLoad with its context; names are copied by Redis;
-    // callbacks are `extern "C"` with the documented signatures.
-    unsafe {
-        let string_config = raw::RedisModule_RegisterStringConfig.ok_or("no module config API")?;
-        let numeric_config =
-            raw::RedisModule_RegisterNumericConfig.ok_or("no module config API")?;
-        let enum_config = raw::RedisModule_RegisterEnumConfig.ok_or("no module config API")?;
-        let register_error_rate = |flags: u32| {
-            string_config(
-                raw_ctx,
-                name("bf-error-rate").as_ptr(),
-                name("0.01").as_ptr(),
-                flags,
-                Some(get_error_rate),
-                Some(set_error_rate),
-                None,
-                std::ptr::null_mut(),
-            ) == ok
+    let no_api = |_| "no module config API";
+    let register_error_rate = |flags: u32| {
+        let callbacks = StringConfig {
+            get: Some(get_error_rate),
+            set: Some(set_error_rate),
+            privdata: 0,
         };
-        // Unprefixed names where the server has them; should it refuse the flag after all,
-        // the prefixed names still work.
-        let mut extra = 0;
-        if unprefixed_names_possible(ctx) && register_error_rate(CONFIG_UNPREFIXED) {
-            extra = CONFIG_UNPREFIXED;
-            UNPREFIXED.store(true, Ordering::Relaxed);
-        } else if !register_error_rate(raw::REDISMODULE_CONFIG_DEFAULT) {
-            return Err("could not register bf-error-rate".into());
-        }
-        let numerics: [(&str, i64, u32, i64, i64, Numeric); 4] = [
-            (
-                "bf-initial-size",
-                DEFAULT_INITIAL_SIZE,
-                raw::REDISMODULE_CONFIG_DEFAULT,
-                1,
-                MAX_CAPACITY as i64,
-                Numeric::InitialSize,
-            ),
-            (
-                "bf-expansion-factor",
-                DEFAULT_EXPANSION,
-                raw::REDISMODULE_CONFIG_DEFAULT,
-                0,
-                i64::from(MAX_EXPANSION),
-                Numeric::Expansion,
-            ),
-            (
-                "bf-max-filter-memory",
-                DEFAULT_MAX_FILTER_MEMORY,
-                raw::REDISMODULE_CONFIG_MEMORY,
-                MIN_MAX_FILTER_MEMORY,
-                i64::MAX,
-                Numeric::MaxFilterMemory,
-            ),
-            (
-                "bf-capacity-warning",
-                DEFAULT_CAPACITY_WARNING,
-                raw::REDISMODULE_CONFIG_DEFAULT,
-                0,
-                100,
-                Numeric::CapacityWarning,
-            ),
-        ];
-        for (setting, default, flags, min, max, which) in numerics {
-            if numeric_config(
-                raw_ctx,
-                name(setting).as_ptr(),
-                default,
-                flags | extra,
-                min,
-                max,
-                Some(get_numeric),
-                Some(set_numeric),
-                None,
-                which as usize as *mut c_void,
-            ) != ok
-            {
-                return Err(format!("could not register {setting}"));
-            }
-        }
-        let mut names = [c"blocked".as_ptr(), c"classic".as_ptr()];
-        let values: [c_int; 2] = [0, 1];
-        if enum_config(
-            raw_ctx,
-            name("bf-layout").as_ptr(),
+        raw_api::register_string_config(ctx, c"bf-error-rate", c"0.01", flags, callbacks)
+    };
+    // Unprefixed names where the server has them; should it refuse the flag after all,
+    // the prefixed names still work.
+    let mut extra = 0;
+    if unprefixed_names_possible(ctx) && register_error_rate(CONFIG_UNPREFIXED).map_err(no_api)? {
+        extra = CONFIG_UNPREFIXED;
+        UNPREFIXED.store(true, Ordering::Relaxed);
+    } else if !register_error_rate(raw::REDISMODULE_CONFIG_DEFAULT).map_err(no_api)? {
+        return Err("could not register bf-error-rate".into());
+    }
+    let numerics: [(&str, i64, u32, i64, i64, Numeric); 4] = [
+        (
+            "bf-initial-size",
+            DEFAULT_INITIAL_SIZE,
+            raw::REDISMODULE_CONFIG_DEFAULT,
+            1,
+            MAX_CAPACITY as i64,
+            Numeric::InitialSize,
+        ),
+        (
+            "bf-expansion-factor",
+            DEFAULT_EXPANSION,
+            raw::REDISMODULE_CONFIG_DEFAULT,
             0,
-            raw::REDISMODULE_CONFIG_DEFAULT | extra,
-            names.as_mut_ptr(),
-            values.as_ptr(),
-            2,
-            Some(get_layout),
-            Some(set_layout),
-            None,
-            std::ptr::null_mut(),
-        ) != ok
-        {
-            return Err("could not register bf-layout".into());
+            i64::from(MAX_EXPANSION),
+            Numeric::Expansion,
+        ),
+        (
+            "bf-max-filter-memory",
+            DEFAULT_MAX_FILTER_MEMORY,
+            raw::REDISMODULE_CONFIG_MEMORY,
+            MIN_MAX_FILTER_MEMORY,
+            i64::MAX,
+            Numeric::MaxFilterMemory,
+        ),
+        (
+            "bf-capacity-warning",
+            DEFAULT_CAPACITY_WARNING,
+            raw::REDISMODULE_CONFIG_DEFAULT,
+            0,
+            100,
+            Numeric::CapacityWarning,
+        ),
+    ];
+    for (setting, default, flags, min, max, which) in numerics {
+        let callbacks = NumericConfig {
+            get: Some(get_numeric),
+            set: Some(set_numeric),
+            privdata: which as usize,
+        };
+        let accepted = raw_api::register_numeric_config(
+            ctx,
+            &name(setting),
+            (default, min, max),
+            flags | extra,
+            callbacks,
+        );
+        if !accepted.map_err(no_api)? {
+            return Err(format!("could not register {setting}"));
         }
-        let load = raw::RedisModule_LoadConfigs.ok_or("no module config API")?;
-        if load(raw_ctx) != ok {
-            return Err("the bf settings in the server configuration are invalid".into());
-        }
+    }
+    let callbacks = EnumConfig {
+        get: Some(get_layout),
+        set: Some(set_layout),
+        privdata: 0,
+    };
+    let accepted = raw_api::register_enum_config(
+        ctx,
+        c"bf-layout",
+        0,
+        raw::REDISMODULE_CONFIG_DEFAULT | extra,
+        &[(c"blocked", 0), (c"classic", 1)],
+        callbacks,
+    );
+    if !accepted.map_err(no_api)? {
+        return Err("could not register bf-layout".into());
+    }
+    if !raw_api::load_configs(ctx).map_err(no_api)? {
+        return Err("the bf settings in the server configuration are invalid".into());
     }
     Ok(())
 }
@@ -409,7 +381,7 @@ pub fn parse_memory(text: &[u8]) -> Option<i64> {
         .iter()
         .find_map(|&(suffix, unit)| text.strip_suffix(suffix).map(|d| (d, unit)))
         .unwrap_or((text.as_str(), 1));
-    args::parse_i64(digits.as_bytes())?.checked_mul(unit)
+    number::parse_i64(digits.as_bytes())?.checked_mul(unit)
 }
 
 /// Applies load-time arguments: `NAME VALUE` pairs, names case-insensitive.
@@ -427,7 +399,7 @@ pub fn apply_module_args(module_args: &[RedisString]) -> Result<(), String> {
                 store_error_rate(rate, value);
             }
             "initial_size" | "bf-initial-size" => {
-                let n = args::parse_i64(value)
+                let n = number::parse_i64(value)
                     .filter(|n| (1..=MAX_CAPACITY as i64).contains(n))
                     .ok_or_else(|| {
                         format!("{name} {shown}: must be an integer in [1, {MAX_CAPACITY}]")
@@ -435,7 +407,7 @@ pub fn apply_module_args(module_args: &[RedisString]) -> Result<(), String> {
                 INITIAL_SIZE.store(n, Ordering::Relaxed);
             }
             "expansion" | "bf-expansion-factor" => {
-                let n = args::parse_i64(value)
+                let n = number::parse_i64(value)
                     .filter(|n| (0..=i64::from(MAX_EXPANSION)).contains(n))
                     .ok_or_else(|| {
                         format!("{name} {shown}: must be an integer in [0, {MAX_EXPANSION}]")
@@ -451,7 +423,7 @@ pub fn apply_module_args(module_args: &[RedisString]) -> Result<(), String> {
                 LAYOUT.store(value, Ordering::Relaxed);
             }
             "bf-capacity-warning" => {
-                let n = args::parse_i64(value)
+                let n = number::parse_i64(value)
                     .filter(|n| (0..=100).contains(n))
                     .ok_or_else(|| format!("{name} {shown}: must be a percentage, 0 to 100"))?;
                 CAPACITY_WARNING.store(n, Ordering::Relaxed);

@@ -2,7 +2,7 @@
 //! usage, digest, copy and free. Every callback is a few lines of FFI around the core's codec;
 //! a panic is caught and logged, never let across the C boundary.
 
-use std::ffi::{c_char, c_int, c_longlong, c_void};
+use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use layerbloom_filter::chain::MAX_LAYERS;
@@ -11,6 +11,7 @@ use layerbloom_filter::ScalableFilter;
 use redis_module::{native_types::RedisType, raw, ContextFlags};
 
 use crate::memory::Limits;
+use crate::raw_api::{Digest, Io, LoadedBuffer};
 
 /// The type's encoding version for layerbloom's own values. RedisBloom writes 0 to 4 under
 /// the same type name; far above them, the loader tells its own values from RedisBloom's,
@@ -99,93 +100,53 @@ pub fn allocated_bytes(filter: &ScalableFilter) -> u64 {
     sizes.map_or_else(|| filter.memory_usage(), |t| t as u64)
 }
 
-/// A string buffer returned by `RedisModule_LoadStringBuffer`, freed on drop.
-struct LoadedBuffer {
-    ptr: *mut c_char,
-    len: usize,
-}
+const UNREADABLE: &str = "the value is truncated or unreadable";
 
-impl AsRef<[u8]> for LoadedBuffer {
-    fn as_ref(&self) -> &[u8] {
-        self.as_slice()
-    }
-}
-
-impl LoadedBuffer {
-    fn as_slice(&self) -> &[u8] {
-        if self.ptr.is_null() || self.len == 0 {
-            return &[];
-        }
-        // SAFETY: Redis returned `len` initialised bytes at `ptr`, owned by this buffer.
-        unsafe { std::slice::from_raw_parts(self.ptr.cast::<u8>(), self.len) }
-    }
-}
-
-impl Drop for LoadedBuffer {
-    fn drop(&mut self) {
-        if !self.ptr.is_null() {
-            // SAFETY: allocated by Redis for us, freed once.
-            unsafe { raw::RedisModule_Free.expect("core API")(self.ptr.cast()) };
-        }
-    }
-}
-
-fn load_buffer(rdb: *mut raw::RedisModuleIO) -> Result<LoadedBuffer, String> {
-    let mut len = 0usize;
-    // SAFETY: `rdb` is the IO handle Redis passed to rdb_load.
-    let ptr = unsafe { raw::RedisModule_LoadStringBuffer.expect("core API")(rdb, &mut len) };
-    let buffer = LoadedBuffer { ptr, len };
-    // SAFETY: as above.
-    if unsafe { raw::RedisModule_IsIOError.expect("core API")(rdb) } != 0 {
-        return Err("the value is truncated or unreadable".into());
+fn load_buffer(io: &mut Io) -> Result<LoadedBuffer, String> {
+    let buffer = io.load_string_buffer().map_err(|e| e.to_string())?;
+    if io.failed() {
+        return Err(UNREADABLE.into());
     }
     Ok(buffer)
 }
 
 /// RedisBloom's RDB fields read through the module API.
-struct IoSource(*mut raw::RedisModuleIO);
-
-impl IoSource {
-    fn check(&self) -> Result<(), CodecError> {
-        // SAFETY: `self.0` is the IO handle Redis passed to rdb_load.
-        if unsafe { raw::RedisModule_IsIOError.expect("core API")(self.0) } != 0 {
-            Err(CodecError::BadData("the value is truncated or unreadable"))
-        } else {
-            Ok(())
-        }
-    }
-}
-
-impl RdbSource for IoSource {
+impl RdbSource for Io<'_> {
     type Buffer = LoadedBuffer;
 
     fn unsigned(&mut self) -> Result<u64, CodecError> {
-        // SAFETY: as in `check`.
-        let v = unsafe { raw::RedisModule_LoadUnsigned.expect("core API")(self.0) };
-        self.check().map(|()| v)
+        let v = self
+            .load_unsigned()
+            .map_err(|_| CodecError::BadData(UNREADABLE))?;
+        checked(self, v)
     }
 
     fn double(&mut self) -> Result<f64, CodecError> {
-        // SAFETY: as in `check`.
-        let v = unsafe { raw::RedisModule_LoadDouble.expect("core API")(self.0) };
-        self.check().map(|()| v)
+        let v = self
+            .load_double()
+            .map_err(|_| CodecError::BadData(UNREADABLE))?;
+        checked(self, v)
     }
 
     fn buffer(&mut self) -> Result<LoadedBuffer, CodecError> {
-        load_buffer(self.0).map_err(|_| CodecError::BadData("the value is truncated or unreadable"))
+        load_buffer(self).map_err(|_| CodecError::BadData(UNREADABLE))
+    }
+}
+
+/// A loaded field, unless the load failed.
+fn checked<T>(io: &Io, value: T) -> Result<T, CodecError> {
+    if io.failed() {
+        Err(CodecError::BadData(UNREADABLE))
+    } else {
+        Ok(value)
     }
 }
 
 /// The limits of a value loaded by a client's RESTORE, or `None` when the server is loading
 /// (startup, DEBUG RELOAD, a full sync from the primary, the AOF) or is a replica (a RESTORE
 /// it runs comes from its primary, which accepted it): copies accept what the primary did.
-fn restore_limits(rdb: *mut raw::RedisModuleIO) -> Option<Limits> {
-    // SAFETY: `rdb` is the handle Redis passed to rdb_load; the context it returns belongs to
-    // the handle and is freed by Redis.
-    let flags = unsafe {
-        let ctx = raw::RedisModule_GetContextFromIO?(rdb);
-        ContextFlags::from_bits_truncate(raw::RedisModule_GetContextFlags?(ctx))
-    };
+fn restore_limits(io: &Io) -> Option<Limits> {
+    let flags = io.context_flags()?;
     if flags.intersects(crate::memory::EXEMPT | ContextFlags::SLAVE) {
         return None;
     }
@@ -217,15 +178,14 @@ fn within_layer_cap(layers: usize, from_client: bool) -> Result<(), String> {
     Ok(())
 }
 
-fn load_value(rdb: *mut raw::RedisModuleIO, encver: c_int) -> Result<ScalableFilter, String> {
-    let limits = restore_limits(rdb);
+fn load_value(io: &mut Io, encver: c_int) -> Result<ScalableFilter, String> {
+    let limits = restore_limits(io);
     if (0..=codec::REDISBLOOM_MAX_ENCVER).contains(&encver) {
         // A client's RESTORE: the layer cap and the memory limits are applied as the value is
         // read (its layer count and each layer's size come before the layer's bits).
         let budget = limits.map(|l| l.bytes());
         let (filter, warnings) =
-            codec::decode_redisbloom_value_within(&mut IoSource(rdb), encver, budget)
-                .map_err(|e| e.to_string())?;
+            codec::decode_redisbloom_value_within(io, encver, budget).map_err(|e| e.to_string())?;
         for warning in warnings {
             crate::log::warning(
                 None,
@@ -242,7 +202,7 @@ fn load_value(rdb: *mut raw::RedisModuleIO, encver: c_int) -> Result<ScalableFil
              (its own is {ENCODING_VERSION}; RedisBloom's are 0 to 4)"
         ));
     }
-    let header = load_buffer(rdb)?;
+    let header = load_buffer(io)?;
     let (header, warnings) =
         codec::decode_rdb_header(header.as_slice()).map_err(|e| e.to_string())?;
     for warning in warnings {
@@ -270,7 +230,7 @@ fn load_value(rdb: *mut raw::RedisModuleIO, encver: c_int) -> Result<ScalableFil
     }
     let mut loader = FilterLoader::new(header).map_err(|e| e.to_string())?;
     while loader.next_piece_len().is_some() {
-        let piece = load_buffer(rdb)?;
+        let piece = load_buffer(io)?;
         loader
             .push_piece(piece.as_slice())
             .map_err(|e| e.to_string())?;
@@ -279,8 +239,10 @@ fn load_value(rdb: *mut raw::RedisModuleIO, encver: c_int) -> Result<ScalableFil
 }
 
 extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
+    // SAFETY: the handle Redis passed to this callback, used only during it.
+    let mut io = unsafe { Io::of_callback(rdb) };
     guarded("rdb_load", std::ptr::null_mut(), || {
-        match load_value(rdb, encver) {
+        match load_value(&mut io, encver) {
             Ok(filter) => into_value(filter),
             Err(why) => {
                 crate::log::warning(
@@ -294,22 +256,14 @@ extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_vo
 }
 
 extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
+    // SAFETY: the handle Redis passed to this callback, used only during it.
+    let mut io = unsafe { Io::of_callback(rdb) };
     guarded("rdb_save", (), || {
         // SAFETY: Redis passes a value of this type.
         let filter = unsafe { filter(value) };
-        let save = |bytes: &[u8]| {
-            // SAFETY: `rdb` is the handle Redis passed; Redis copies the bytes.
-            unsafe {
-                raw::RedisModule_SaveStringBuffer.expect("core API")(
-                    rdb,
-                    bytes.as_ptr().cast::<c_char>(),
-                    bytes.len(),
-                )
-            }
-        };
-        save(&codec::encode_rdb_header(filter));
+        io.save_string_buffer(&codec::encode_rdb_header(filter));
         for piece in codec::rdb_pieces(filter) {
-            save(piece);
+            io.save_string_buffer(piece);
         }
     })
 }
@@ -319,23 +273,14 @@ extern "C" fn aof_rewrite(
     key: *mut raw::RedisModuleString,
     value: *mut c_void,
 ) {
+    // SAFETY: the handle Redis passed to this callback, used only during it.
+    let mut io = unsafe { Io::of_callback(aof) };
     guarded("aof_rewrite", (), || {
         // SAFETY: Redis passes a value of this type.
         let filter = unsafe { filter(value) };
-        let emit = |it: i64, bytes: &[u8]| {
-            // SAFETY: the format "slb" takes a RedisModuleString, a long long, and a
-            // (pointer, length) buffer, exactly what is passed.
-            unsafe {
-                raw::RedisModule_EmitAOF.expect("core API")(
-                    aof,
-                    c"BF.LOADCHUNK".as_ptr(),
-                    c"slb".as_ptr(),
-                    key,
-                    it as c_longlong,
-                    bytes.as_ptr().cast::<c_char>(),
-                    bytes.len(),
-                )
-            }
+        let mut emit = |it: i64, bytes: &[u8]| {
+            // SAFETY: `key` is the key Redis passed to this callback.
+            unsafe { io.emit_aof_key_int_buffer(c"BF.LOADCHUNK", key, it, bytes) }
         };
         emit(1, &codec::encode_header(filter));
         let mut it = 1;
@@ -361,25 +306,16 @@ extern "C" fn mem_usage(value: *const c_void) -> usize {
 }
 
 extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
+    // SAFETY: the digest Redis passed to this callback, used only during it.
+    let mut digest = unsafe { Digest::of_callback(md) };
     guarded("digest", (), || {
         // SAFETY: Redis passes a value of this type.
         let filter = unsafe { filter(value) };
-        let add = |bytes: &[u8]| {
-            // SAFETY: `md` is the digest Redis passed; the bytes are only read.
-            unsafe {
-                raw::RedisModule_DigestAddStringBuffer.expect("core API")(
-                    md,
-                    bytes.as_ptr().cast::<c_char>(),
-                    bytes.len(),
-                )
-            }
-        };
-        add(&codec::encode_header(filter));
+        digest.add_string_buffer(&codec::encode_header(filter));
         for bytes in filter.layer_bytes() {
-            add(bytes);
+            digest.add_string_buffer(bytes);
         }
-        // SAFETY: as above.
-        unsafe { raw::RedisModule_DigestEndSequence.expect("core API")(md) };
+        digest.end_sequence();
     })
 }
 

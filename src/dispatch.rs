@@ -6,40 +6,50 @@
 //! keeps `argv` alive for the whole call, so the handlers here borrow the arguments instead:
 //! no retain, no free and, for the usual short commands, no allocation.
 
-use std::ffi::{c_int, CStr};
+use std::ffi::{c_int, CString};
 use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::{raw, Context, RedisString};
 
-use crate::commands::{self, CommandResult};
+use crate::command_spec::CommandSpec;
 use crate::error::BfError;
+use crate::raw_api;
 use crate::reply::Reply;
 
-type Handler = fn(&Context, &[RedisString]) -> CommandResult;
-type RawCommand =
+/// What every handler returns: `Err` is replied as an error (nothing was replied yet).
+pub type CommandResult = Result<(), BfError>;
+
+/// A command's handler, called with a count of arguments its table accepts.
+pub type Handler = fn(&Context, &[RedisString]) -> CommandResult;
+pub type RawCommand =
     extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 
-/// One command: its name, Redis's command flags and the function Redis calls.
-struct Command {
-    name: &'static CStr,
-    flags: &'static CStr,
-    entry: RawCommand,
+/// One registered command: its table entry and the function Redis calls.
+pub struct Command {
+    pub spec: &'static CommandSpec,
+    pub entry: RawCommand,
 }
 
 /// Arguments up to this count are viewed from the stack, without an allocation.
 const INLINE_ARGS: usize = 8;
 
-/// Runs a handler on the call's arguments: replies its error, and turns a panic into an error
-/// reply and a log line instead of an abort of the server.
-fn dispatch(
+/// Runs a handler on the call's arguments: refuses a wrong argument count (Redis checks
+/// only the minimum of a variable arity), replies the handler's error, and turns a panic into
+/// an error reply and a log line instead of an abort of the server.
+pub fn dispatch(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
+    spec: &'static CommandSpec,
     handler: Handler,
 ) -> c_int {
     let context = Context::new(ctx);
     let count = usize::try_from(argc).unwrap_or(0);
+    if !spec.arity.accepts(count) {
+        Reply::new(&context).error(&BfError::WrongArity);
+        return raw::REDISMODULE_OK as c_int;
+    }
     let raw_args: &[*mut raw::RedisModuleString] = if argv.is_null() || count == 0 {
         &[]
     } else {
@@ -82,62 +92,38 @@ fn as_strings(views: &[ManuallyDrop<RedisString>]) -> &[RedisString] {
     unsafe { &*(views as *const [ManuallyDrop<RedisString>] as *const [RedisString]) }
 }
 
-macro_rules! commands {
-    ($($name:literal, $flags:literal => $entry:ident => $handler:path;)*) => {
-        $(
-            extern "C" fn $entry(
-                ctx: *mut raw::RedisModuleCtx,
-                argv: *mut *mut raw::RedisModuleString,
-                argc: c_int,
-            ) -> c_int {
-                dispatch(ctx, argv, argc, $handler)
+/// Expands a structure's table (`bf/table.rs`) into its commands, `COMMANDS`: for each entry
+/// an `extern "C"` function that Redis calls, passing the call to [`dispatch`] with the entry
+/// and the handler.
+macro_rules! command_table {
+    ($($handler:path => $spec:expr,)*) => {
+        #[allow(unused_imports)]
+        use $crate::command_spec::*;
+
+        pub const COMMANDS: &[$crate::dispatch::Command] = &[$({
+            const SPEC: CommandSpec = $spec;
+            extern "C" fn entry(
+                ctx: *mut ::redis_module::raw::RedisModuleCtx,
+                argv: *mut *mut ::redis_module::raw::RedisModuleString,
+                argc: ::std::ffi::c_int,
+            ) -> ::std::ffi::c_int {
+                $crate::dispatch::dispatch(ctx, argv, argc, &SPEC, $handler)
             }
-        )*
-        const COMMANDS: &[Command] = &[
-            $(Command { name: $name, flags: $flags, entry: $entry },)*
-        ];
+            $crate::dispatch::Command { spec: &SPEC, entry }
+        },)*];
     };
 }
+pub(crate) use command_table;
 
-// Registered in lower case, as RedisBloom registers them: Redis names a command by its
-// registered spelling in wrong-arity errors, COMMAND INFO and INFO commandstats
-// (`cmdstat_bf.add`), which monitoring reads.
-commands! {
-    c"bf.reserve", c"write deny-oom" => bf_reserve => commands::reserve;
-    c"bf.add", c"write deny-oom" => bf_add => commands::add;
-    c"bf.madd", c"write deny-oom" => bf_madd => commands::madd;
-    c"bf.insert", c"write deny-oom" => bf_insert => commands::insert;
-    c"bf.exists", c"readonly fast" => bf_exists => commands::exists;
-    c"bf.mexists", c"readonly fast" => bf_mexists => commands::mexists;
-    c"bf.info", c"readonly fast" => bf_info => commands::info;
-    c"bf.card", c"readonly fast" => bf_card => commands::card;
-    c"bf.scandump", c"readonly" => bf_scandump => commands::scandump;
-    c"bf.loadchunk", c"write deny-oom" => bf_loadchunk => commands::loadchunk;
-    c"bf.debug", c"readonly" => bf_debug => commands::debug;
-}
-
-/// Creates every BF command (key at argument 1 for all of them).
-pub fn register(ctx: &Context) -> Result<(), String> {
-    // SAFETY: reading the API table Redis filled before OnLoad.
-    let create = unsafe { raw::RedisModule_CreateCommand }.ok_or("no RedisModule_CreateCommand")?;
-    for command in COMMANDS {
-        // SAFETY: called from OnLoad with its context and zero-terminated static strings.
-        let status = unsafe {
-            create(
-                ctx.get_raw(),
-                command.name.as_ptr(),
-                Some(command.entry),
-                command.flags.as_ptr(),
-                1,
-                1,
-                1,
-            )
-        };
-        if status != raw::REDISMODULE_OK as c_int {
-            return Err(format!(
-                "cannot create command {}",
-                command.name.to_string_lossy()
-            ));
+/// Creates every command of the tables (key at argument 1 for all of them).
+pub fn register(ctx: &Context, tables: &[&[Command]]) -> Result<(), String> {
+    for command in tables.iter().copied().flatten() {
+        let name = CString::new(command.spec.name).map_err(|e| e.to_string())?;
+        let flags = CString::new(command.spec.flags).map_err(|e| e.to_string())?;
+        let created = raw_api::create_command(ctx, &name, Some(command.entry), &flags, (1, 1, 1))
+            .map_err(|e| e.to_string())?;
+        if !created {
+            return Err(format!("cannot create command {}", command.spec.name));
         }
     }
     Ok(())

@@ -3,9 +3,9 @@
 //! `layerbloom-filter`: argument parsing, replies, the data type's callbacks and settings.
 
 mod alloc;
-mod args;
+mod bf;
 mod command_docs;
-mod commands;
+mod command_spec;
 mod config;
 mod datatype;
 mod dispatch;
@@ -13,17 +13,22 @@ mod error;
 mod log;
 mod log_limit;
 mod memory;
+mod number;
 mod propagate;
+mod raw_api;
 mod reply;
 mod stats;
 
-use redis_module::{raw, redis_module, Context, RedisString, Status};
+use redis_module::{redis_module, Context, RedisString, Status};
 
 use crate::datatype::BLOOM_TYPE;
 
 /// The version `MODULE LIST` reports: the RedisBloom API level implemented (2.8), so tools
 /// that gate features on RedisBloom's version see the BF commands they expect.
 const MODULE_VERSION: i32 = 20800;
+
+/// The command table of each structure.
+const TABLES: &[&[dispatch::Command]] = &[bf::COMMANDS];
 
 #[cfg(not(test))]
 type Allocator = alloc::ModuleAlloc;
@@ -39,14 +44,19 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     std::panic::set_hook(Box::new(|info| {
         log::warning(None, &format!("layerbloom: panic: {info}"));
     }));
-    // SAFETY: called from OnLoad with its context.
-    unsafe {
-        raw::RedisModule_SetModuleOptions.expect("core API")(
-            ctx.get_raw(),
-            raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as i32,
-        )
-    };
-    let setup = dispatch::register(ctx)
+    let missing = raw_api::missing_core_functions();
+    if !missing.is_empty() {
+        log::warning(
+            Some(ctx),
+            &format!(
+                "layerbloom: this server lacks the module API functions {}",
+                missing.join(", ")
+            ),
+        );
+        return Status::Err;
+    }
+    raw_api::handle_io_errors(ctx);
+    let setup = dispatch::register(ctx, TABLES)
         .and_then(|()| config::register(ctx))
         .and_then(|()| config::apply_module_args(args));
     if let Err(why) = setup {
@@ -78,16 +88,10 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         ),
     );
     // Replaces the crate's own INFO callback: `INFO bf` shows sections bf_stats and bf_settings.
-    // SAFETY: called from OnLoad with its context; the callback is an `extern "C"` function
-    // with the documented signature that catches its own panics.
-    unsafe {
-        if let Some(register_info) = raw::RedisModule_RegisterInfoFunc {
-            register_info(ctx.get_raw(), Some(stats::info_callback));
-        }
-    }
+    raw_api::register_info_func(ctx, Some(stats::info_callback));
     // Docs and ACL categories help clients and operators; a server that refuses them still
     // runs every command, so this is logged, not fatal.
-    match command_docs::register(ctx) {
+    match command_docs::register(ctx, TABLES) {
         Ok(r) => log::notice(
             Some(ctx),
             &format!(

@@ -5,26 +5,15 @@
 //! always `"%s"` and the message its argument; NUL bytes, which would cut it short, are shown
 //! as `\0`.
 
-use std::ffi::{c_char, CString};
+use std::ffi::CString;
 
-use redis_module::{raw, Context};
+use redis_module::Context;
+
+use crate::raw_api;
 
 fn write(ctx: Option<&Context>, level: &std::ffi::CStr, message: &str) {
     let text = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
-    let ctx = ctx.map_or(std::ptr::null_mut(), Context::get_raw);
-    // SAFETY: the API table is filled before OnLoad and never written again; the format is a
-    // constant "%s" consuming exactly one NUL-terminated string argument, which outlives the
-    // call; a null context is allowed (the line then lacks the module's name).
-    unsafe {
-        if let Some(log) = raw::RedisModule_Log {
-            log(
-                ctx,
-                level.as_ptr(),
-                c"%s".as_ptr(),
-                text.as_ptr().cast::<c_char>(),
-            );
-        }
-    }
+    raw_api::log(ctx, level, &text);
 }
 
 /// A warning (`#` in the log), with the module's name when a context is given.

@@ -9,14 +9,13 @@
 //! loading) are never refused: a replica builds what its primary accepted. Adds that cannot
 //! grow the filter (its newest layer has room for all their items) skip the check.
 
-use std::ffi::c_int;
-
 use layerbloom_filter::chain::MAX_LAYERS;
 use layerbloom_filter::codec::CodecError;
 use layerbloom_filter::{FilterError, Layers, ScalableFilter};
-use redis_module::{raw, ContextFlags};
+use redis_module::ContextFlags;
 
 use crate::error::BfError;
+use crate::raw_api;
 
 /// Flags under which no memory limit applies: the primary or the AOF decided already.
 pub const EXEMPT: ContextFlags = ContextFlags::REPLICATED
@@ -33,8 +32,7 @@ pub fn headroom(flags: &ContextFlags) -> Option<u64> {
     if flags.contains(ContextFlags::EVICTED) {
         return Some(maxmemory);
     }
-    // SAFETY: the API table is filled before OnLoad; the call takes no arguments.
-    let ratio = unsafe { raw::RedisModule_GetUsedMemoryRatio.map(|f| f()) }?;
+    let ratio = raw_api::used_memory_ratio()?;
     // The ratio is Redis's own measure for its OOM check (used memory without replication
     // and AOF buffers, over maxmemory).
     let used = (f64::from(ratio) * maxmemory as f64) as u64;
@@ -43,21 +41,7 @@ pub fn headroom(flags: &ContextFlags) -> Option<u64> {
 
 /// `maxmemory` in bytes (0 or unreadable: `None`).
 fn maxmemory() -> Option<u64> {
-    // SAFETY: the API table is filled before OnLoad; a null context is allowed (no automatic
-    // memory); the info data is freed once, below.
-    unsafe {
-        let get = raw::RedisModule_GetServerInfo?;
-        let field = raw::RedisModule_ServerInfoGetFieldUnsigned?;
-        let free = raw::RedisModule_FreeServerInfo?;
-        let info = get(std::ptr::null_mut(), c"memory".as_ptr());
-        if info.is_null() {
-            return None;
-        }
-        let mut err: c_int = 0;
-        let value = field(info, c"maxmemory".as_ptr(), &mut err);
-        free(std::ptr::null_mut(), info);
-        (err == 0 && value > 0).then_some(value)
-    }
+    raw_api::server_info_unsigned(c"memory", c"maxmemory").filter(|&bytes| bytes > 0)
 }
 
 /// The limits a command's new allocations are checked against: the per-filter limit and,

@@ -37,6 +37,7 @@ use redis_module::{raw, Context, ContextFlags, RedisString};
 
 use crate::config;
 use crate::log_limit;
+use crate::raw_api;
 use crate::stats::{self, Figures};
 
 /// A filter's state before a write, to tell what the write changed.
@@ -134,17 +135,7 @@ pub fn after_write(ctx: &Context, key: &RedisString, change: Change) {
 /// Sends a keyspace event of class `g`. The crate's own call builds a C string for the
 /// event's name on every event; these names are static.
 fn notify(ctx: &Context, event: &CStr, key: &RedisString) {
-    // SAFETY: a valid context and key string of this call and a zero-terminated name.
-    unsafe {
-        if let Some(notify) = raw::RedisModule_NotifyKeyspaceEvent {
-            notify(
-                ctx.get_raw(),
-                raw::REDISMODULE_NOTIFY_GENERIC as c_int,
-                event.as_ptr(),
-                key.inner,
-            );
-        }
-    }
+    raw_api::notify_keyspace_event(ctx, raw::REDISMODULE_NOTIFY_GENERIC as c_int, event, key);
 }
 
 fn replicate_creation(ctx: &Context, key: &RedisString, header: &[u8]) {

@@ -6,6 +6,7 @@ use std::ffi::{c_char, c_long, c_longlong};
 use redis_module::{raw, Context, ContextFlags};
 
 use crate::error::BfError;
+use crate::raw_api;
 use crate::stats;
 
 /// Writes the reply of one command.
@@ -45,13 +46,13 @@ impl<'a> Reply<'a> {
         raw::reply_with_null(self.ctx.get_raw());
     }
 
-    /// A double in RESP3; a bulk string with the shortest text that reads back as the same
-    /// double for RESP2 (`0.01`, `1e-9`), where Redis 7.0 would write 17 digits.
+    /// A double in RESP3; for RESP2 a bulk string, [`double_text`], where Redis 7.0 would
+    /// write 17 digits (`0.01000000000000000021`).
     pub fn double(&self, value: f64) {
         if self.is_resp3() {
             raw::reply_with_double(self.ctx.get_raw(), value);
         } else {
-            self.bulk(format!("{value:?}").as_bytes());
+            self.bulk(double_text(value).as_bytes());
         }
     }
 
@@ -77,14 +78,87 @@ impl<'a> Reply<'a> {
     pub fn error(&self, error: &BfError) {
         stats::refused(error);
         if *error == BfError::WrongArity {
-            // SAFETY: a valid command context.
-            unsafe { raw::RedisModule_WrongArity.expect("core API")(self.ctx.get_raw()) };
+            raw_api::reply_wrong_arity(self.ctx);
             return;
         }
         let text = std::ffi::CString::new(error.to_string()).expect("error texts have no NUL");
-        // SAFETY: a valid command context; Redis copies the text.
-        unsafe {
-            raw::RedisModule_ReplyWithError.expect("core API")(self.ctx.get_raw(), text.as_ptr())
-        };
+        raw_api::reply_error(self.ctx, &text);
+    }
+}
+
+/// Magnitudes from which, and below which, a double is written with an exponent.
+const EXPONENT_FROM: f64 = 1e16;
+const EXPONENT_BELOW: f64 = 1e-4;
+
+/// The text of a double in a RESP2 reply: the shortest digits that read back as the same
+/// double; positional with at least one decimal (`0.01`, `3.0`) for magnitudes in [1e-4, 1e16)
+/// and zero, else with an exponent (`1e-5`, `2.5e-7`, `1e16`); `inf`, `-inf`, `NaN`. (The
+/// format layerbloom has always replied; clients parse any of these.)
+pub fn double_text(value: f64) -> String {
+    if value.is_nan() {
+        return "NaN".to_string();
+    }
+    let magnitude = value.abs();
+    if value.is_infinite()
+        || magnitude == 0.0
+        || (EXPONENT_BELOW..EXPONENT_FROM).contains(&magnitude)
+    {
+        // Display: the shortest round-trip digits, positional (`inf` for infinities).
+        let mut text = value.to_string();
+        if value.is_finite() && !text.contains('.') {
+            text.push_str(".0");
+        }
+        text
+    } else {
+        // LowerExp: the shortest round-trip digits, one before the point.
+        format!("{value:e}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::double_text;
+
+    #[test]
+    fn resp2_doubles_are_the_shortest_round_trip_text_with_a_decimal_or_an_exponent() {
+        let cases: [(f64, &str); 27] = [
+            (0.01, "0.01"),
+            (0.001, "0.001"),
+            (0.25, "0.25"),
+            (0.5, "0.5"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (0.0001, "0.0001"),
+            (0.00009999, "9.999e-5"),
+            (1e-5, "1e-5"),
+            (2.5e-7, "2.5e-7"),
+            (1e-9, "1e-9"),
+            (1e-300, "1e-300"),
+            (f64::MIN_POSITIVE, "2.2250738585072014e-308"),
+            (5e-324, "5e-324"),
+            (1.5e-310, "1.5e-310"),
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (1.0, "1.0"),
+            (3.0, "3.0"),
+            (100.0, "100.0"),
+            (-2.0, "-2.0"),
+            (1e15, "1000000000000000.0"),
+            (9007199254740993.0, "9007199254740992.0"),
+            (1e16, "1e16"),
+            (1.7976931348623157e308, "1.7976931348623157e308"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (f64::NAN, "NaN"),
+        ];
+        for (value, text) in cases {
+            assert_eq!(double_text(value), text, "{value:e}");
+            if value.is_finite() {
+                assert_eq!(
+                    text.parse::<f64>().unwrap().to_bits(),
+                    value.to_bits(),
+                    "{text}"
+                );
+            }
+        }
     }
 }

@@ -16,6 +16,7 @@
 
 use std::collections::HashSet;
 use std::ffi::{c_int, CString};
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -24,6 +25,7 @@ use redis_module::raw;
 
 use crate::config;
 use crate::error::BfError;
+use crate::raw_api;
 
 static FILTERS: AtomicI64 = AtomicI64::new(0);
 static LAYERS: AtomicI64 = AtomicI64::new(0);
@@ -186,32 +188,23 @@ pub fn info_fields() -> [(&'static str, Vec<(&'static str, String)>); 2] {
 /// The module's INFO callback: sections `bf_stats` and `bf_settings` (`INFO bf` shows both).
 pub extern "C" fn info_callback(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
     let _ = for_crash_report;
-    let result = std::panic::catch_unwind(|| {
-        // SAFETY: the API table is filled before OnLoad and never written again.
-        let api = unsafe {
-            (
-                raw::RedisModule_InfoAddSection,
-                raw::RedisModule_InfoAddFieldCString,
-            )
-        };
-        let (Some(add_section), Some(add_field)) = api else {
-            return;
-        };
+    // SAFETY: `ctx` is the INFO context Redis passed to this callback; `info` is dropped
+    // before the callback returns.
+    let mut info = unsafe { raw_api::InfoCtx::of_callback(ctx) };
+    let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
         for (section, fields) in info_fields() {
             let section = CString::new(section).expect("no NUL in section names");
-            // SAFETY: `ctx` is the INFO context Redis passed; Redis copies the strings.
-            if unsafe { add_section(ctx, section.as_ptr()) } != raw::REDISMODULE_OK as c_int {
+            if !info.add_section(&section) {
                 // Not requested: Redis skips the section's fields.
                 continue;
             }
             for (field, value) in fields {
                 let field = CString::new(field).expect("no NUL in field names");
                 let value = CString::new(value).unwrap_or_default();
-                // SAFETY: as above.
-                unsafe { add_field(ctx, field.as_ptr(), value.as_ptr()) };
+                info.add_field(&field, &value);
             }
         }
-    });
+    }));
     if result.is_err() {
         crate::log::warning(None, "layerbloom: internal error in the INFO callback");
     }

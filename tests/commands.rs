@@ -3,6 +3,7 @@
 //! The behaviour is REDISBLOOM_COMPAT.md plus layerbloom's documented decisions.
 
 mod common;
+mod table;
 
 use common::{
     bf_info, config_get, digest, error_of, items, key_exists, loadchunks, madd, mexists, scandump,
@@ -121,6 +122,50 @@ fn wrong_arity_gives_the_standard_redis_error_and_creates_nothing() {
             "{} created the key",
             common::show(c)
         );
+    }
+}
+
+/// A call of `name` with `count` arguments in all (the name included): the key, then fillers.
+fn call_with(name: &str, key: &str, count: usize) -> redis::Cmd {
+    let mut c = redis::cmd(name);
+    for i in 1..count {
+        if i == 1 {
+            c.arg(key);
+        } else {
+            c.arg("x");
+        }
+    }
+    c
+}
+
+#[test]
+fn every_command_refuses_one_argument_too_few_or_too_many_as_its_table_says() {
+    let s = Server::start();
+    let ks = s.keys("every_command_refuses_one_argument_too_few_or_too_many");
+    let mut con = s.conn();
+    for spec in table::commands() {
+        let name = spec.name.to_ascii_uppercase();
+        let k = ks.k(spec.name);
+        let mut wrong = vec![spec.arity.min() - 1];
+        wrong.extend(spec.arity.max().map(|m| m + 1));
+        for count in wrong {
+            let c = call_with(&name, &k, count);
+            assert_eq!(con.err_text(&c), arity(spec.name), "{}", common::show(&c));
+            assert!(
+                !key_exists(&mut con, &k),
+                "{} created the key",
+                common::show(&c)
+            );
+        }
+        // The counts at the ends are not refused for their count (the fillers may be bad
+        // arguments all the same).
+        let mut right = vec![spec.arity.min()];
+        right.extend(spec.arity.max());
+        for count in right {
+            let c = call_with(&name, &k, count);
+            let v = con.raw(&c);
+            assert_ne!(error_of(&v), Some(arity(spec.name)), "{}", common::show(&c));
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 //! them and its geometry as `BF.DEBUG` reports it, not taken from the module.
 
 mod common;
+mod table;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -1237,8 +1238,9 @@ fn acl_categories_follow_what_the_server_supports() {
         assert!(categories.iter().any(|c| c == "bloom"), "{categories:?}");
         // Each command's categories, as COMMAND INFO lists them (Redis 7.4's ACL CAT does not
         // list module commands under any category, though ACL rules apply them).
-        for (name, _, _) in COMMANDS {
-            let v = con.raw(&cmd!("COMMAND", "INFO", name));
+        for spec in table::commands() {
+            let name = spec.name.to_ascii_uppercase();
+            let v = con.raw(&cmd!("COMMAND", "INFO", &name));
             let Value::Array(outer) = &v else {
                 panic!("{v:?}")
             };
@@ -1246,20 +1248,17 @@ fn acl_categories_follow_what_the_server_supports() {
                 panic!("{v:?}")
             };
             let cats: Vec<String> = redis::from_redis_value(info[6].clone()).unwrap();
-            let write = [
-                "BF.RESERVE",
-                "BF.ADD",
-                "BF.MADD",
-                "BF.INSERT",
-                "BF.LOADCHUNK",
-            ]
-            .contains(&name);
-            let fast = ["BF.EXISTS", "BF.MEXISTS", "BF.INFO", "BF.CARD"].contains(&name);
-            let rw = if write { "@write" } else { "@read" };
-            let speed = if fast { "@fast" } else { "@slow" };
+            let rw = if spec.is_write() { "@write" } else { "@read" };
+            let speed = if spec.is_fast() { "@fast" } else { "@slow" };
             for want in ["@bloom", rw, speed] {
                 assert!(cats.iter().any(|c| c == want), "{name}: {cats:?}");
             }
+            let mut wanted: Vec<String> = spec.acl.split(' ').map(|c| format!("@{c}")).collect();
+            wanted.push("@bloom".into());
+            let mut got = cats.clone();
+            wanted.sort();
+            got.sort();
+            assert_eq!(got, wanted, "{name}: the table's categories and @bloom");
         }
         con.ok(&cmd!(
             "ACL", "SETUSER", "nobloom", "on", ">pw", "~*", "+@all", "-@bloom"
@@ -1340,53 +1339,42 @@ fn get<'a>(pairs: &'a [(String, Value)], name: &str) -> &'a Value {
         .1
 }
 
-const COMMANDS: [(&str, i64, &[&str]); 11] = [
-    (
-        "BF.RESERVE",
-        -4,
-        &["key", "error_rate", "capacity", "expansion", "nonscaling"],
-    ),
-    ("BF.ADD", 3, &["key", "item"]),
-    ("BF.MADD", -3, &["key", "item"]),
-    (
-        "BF.INSERT",
-        -4,
-        &[
-            "key",
-            "capacity",
-            "error",
-            "expansion",
-            "nocreate",
-            "nonscaling",
-            "item",
-        ],
-    ),
-    ("BF.EXISTS", 3, &["key", "item"]),
-    ("BF.MEXISTS", -3, &["key", "item"]),
-    ("BF.INFO", -2, &["key", "single_value"]),
-    ("BF.CARD", 2, &["key"]),
-    ("BF.SCANDUMP", 3, &["key", "iterator"]),
-    ("BF.LOADCHUNK", 4, &["key", "iterator", "data"]),
-    ("BF.DEBUG", 2, &["key"]),
-];
+/// The names of a command's top-level arguments, as its table lists them.
+fn arg_names(spec: &table::CommandSpec) -> Vec<&'static str> {
+    spec.args.iter().map(|a| a.name).collect()
+}
 
 #[test]
 fn command_docs_describe_every_bf_command() {
     let s = Server::start();
     let mut con = s.conn();
-    for (name, _, args) in COMMANDS {
+    assert_eq!(
+        table::commands().count(),
+        11,
+        "every BF command is in the table"
+    );
+    for spec in table::commands() {
+        let name = spec.name.to_ascii_uppercase();
+        let name = name.as_str();
+        let args = arg_names(spec);
         let v = con.raw(&cmd!("COMMAND", "DOCS", name));
         let top = pairs(&v);
         assert_eq!(top.len(), 1, "COMMAND DOCS {name}: {v:?}");
         let doc = pairs(&top[0].1);
         let summary = text_of(get(&doc, "summary")).unwrap();
         assert!(summary.len() > 20, "{name}: {summary}");
-        assert!(text_of(get(&doc, "complexity")).unwrap().starts_with("O("));
+        assert_eq!(summary, spec.summary, "{name}");
+        let complexity = text_of(get(&doc, "complexity")).unwrap();
+        assert!(complexity.starts_with("O("), "{name}: {complexity}");
+        assert_eq!(complexity, spec.complexity, "{name}");
         assert_eq!(text_of(get(&doc, "group")).as_deref(), Some("module"));
         assert_eq!(text_of(get(&doc, "module")).as_deref(), Some("bf"));
-        if name != "BF.DEBUG" {
+        if let Some(want) = spec.since {
             let since = text_of(get(&doc, "since")).unwrap();
             assert!(since == "1.0.0" || since == "2.4.4", "{name}: {since}");
+            assert_eq!(since, want, "{name}");
+        } else {
+            assert!(doc.iter().all(|(k, _)| k != "since"), "{name}: {doc:?}");
         }
         let Value::Array(arguments) = get(&doc, "arguments") else {
             panic!("{name}: no arguments")
@@ -1423,7 +1411,9 @@ fn command_docs_describe_every_bf_command() {
 fn command_info_gives_arity_flags_and_key_specs() {
     let s = Server::start();
     let mut con = s.conn();
-    for (name, arity, _) in COMMANDS {
+    for entry in table::commands() {
+        let name = entry.name.to_ascii_uppercase();
+        let name = name.as_str();
         let v = con.raw(&cmd!("COMMAND", "INFO", name));
         let Value::Array(outer) = &v else {
             panic!("{v:?}")
@@ -1432,16 +1422,18 @@ fn command_info_gives_arity_flags_and_key_specs() {
             panic!("{name}: {v:?}")
         };
         assert_eq!(text_of(&info[0]).unwrap().to_uppercase(), name);
-        assert_eq!(info[1], Value::Int(arity), "{name} arity");
+        assert_eq!(
+            info[1],
+            Value::Int(i64::from(entry.arity.redis())),
+            "{name} arity"
+        );
         let flags: Vec<String> = redis::from_redis_value(info[2].clone()).unwrap();
-        let write = [
-            "BF.RESERVE",
-            "BF.ADD",
-            "BF.MADD",
-            "BF.INSERT",
-            "BF.LOADCHUNK",
-        ]
-        .contains(&name);
+        let write = entry.is_write();
+        // Every flag of the table, as COMMAND INFO spells it.
+        for flag in entry.flags.split(' ') {
+            let shown = flag.replace('-', "");
+            assert!(flags.contains(&shown), "{name}: {flag} not in {flags:?}");
+        }
         assert_eq!(
             flags.contains(&"write".to_string()),
             write,
@@ -1468,6 +1460,17 @@ fn command_info_gives_arity_flags_and_key_specs() {
         assert!(
             spec_flags.contains(&(if write { "RW" } else { "RO" }).to_string()),
             "{name}: {spec_flags:?}"
+        );
+        assert_eq!(entry.key.writes(), write, "{name}");
+        let detail = match entry.key {
+            table::KeyAccess::Read => "access",
+            table::KeyAccess::ReadMeta => "RO",
+            table::KeyAccess::Insert => "insert",
+            table::KeyAccess::Update => "update",
+        };
+        assert!(
+            spec_flags.iter().any(|f| f.eq_ignore_ascii_case(detail)),
+            "{name}: {detail} not in {spec_flags:?}"
         );
         let begin = pairs(get(&spec, "begin_search"));
         assert_eq!(text_of(get(&begin, "type")).as_deref(), Some("index"));

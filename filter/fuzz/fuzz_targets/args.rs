@@ -1,5 +1,6 @@
-//! The command argument parser of the module crate (`src/args.rs`), compiled here on its own:
-//! `BF.RESERVE` and `BF.INSERT` options, Redis-style integers and doubles, `BF.INFO` fields.
+//! The command argument parser of the module crate (`src/bf/args.rs`, with `src/number.rs`),
+//! compiled here on its own: `BF.RESERVE` and `BF.INSERT` options, Redis-style integers and
+//! doubles, `BF.INFO` fields.
 //!
 //! Input: the arguments, separated by spaces (so seeds read like commands); the first byte
 //! picks the module's default expansion.
@@ -11,7 +12,11 @@
 mod error;
 
 #[allow(dead_code)]
-#[path = "../../../src/args.rs"]
+#[path = "../../../src/number.rs"]
+mod number;
+
+#[allow(dead_code)]
+#[path = "../../../src/bf/args.rs"]
 mod args;
 
 use layerbloom_filter::FilterSpec;
@@ -36,10 +41,10 @@ fuzz_target!(|data: &[u8]| {
 
     for &w in &words {
         // Redis integers have one spelling: the canonical one.
-        if let Some(n) = args::parse_i64(w) {
+        if let Some(n) = number::parse_i64(w) {
             assert_eq!(n.to_string().as_bytes(), w);
         }
-        if let Some(x) = args::parse_f64(w) {
+        if let Some(x) = number::parse_f64(w) {
             assert!(!x.is_nan());
             let text = std::str::from_utf8(w).expect("a parsed double is text");
             assert_eq!(text.trim(), text);
@@ -52,8 +57,8 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(spec) = args::parse_reserve(&words, default_expansion) {
         check_spec(&spec);
         assert!(words.len() >= 2);
-        assert_eq!(Some(spec.error), args::parse_f64(words[0]));
-        assert_eq!(Some(spec.capacity as i64), args::parse_i64(words[1]));
+        assert_eq!(Some(spec.error), number::parse_f64(words[0]));
+        assert_eq!(Some(spec.capacity as i64), number::parse_i64(words[1]));
     }
 
     let defaults = FilterSpec::new(100, 0.01, 2);

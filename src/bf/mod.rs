@@ -1,0 +1,54 @@
+//! The Bloom filter's commands (`BF.*`): their table, handlers and argument parsing. Another
+//! structure's commands go in a folder of their own beside this one, with a table of the same
+//! shape that `lib.rs` lists beside [`COMMANDS`].
+
+use crate::dispatch::command_table;
+
+pub mod args;
+pub mod handlers;
+mod table;
+
+pub use table::COMMANDS;
+
+#[cfg(test)]
+mod tests {
+    use super::COMMANDS;
+    use crate::command_spec::{ArgKind, Arity};
+
+    #[test]
+    fn flags_acl_categories_and_key_specs_agree_for_every_command() {
+        for spec in COMMANDS.iter().map(|c| c.spec) {
+            let acl: Vec<&str> = spec.acl.split(' ').collect();
+            let name = spec.name;
+            assert_eq!(spec.is_write(), acl.contains(&"write"), "{name}");
+            assert_eq!(!spec.is_write(), acl.contains(&"read"), "{name}");
+            assert_eq!(spec.is_write(), spec.key.writes(), "{name}");
+            assert_eq!(!spec.is_write(), spec.flags.contains("readonly"), "{name}");
+            assert_eq!(spec.is_fast(), acl.contains(&"fast"), "{name}");
+            assert_eq!(!spec.is_fast(), acl.contains(&"slow"), "{name}");
+            assert_eq!(name, name.to_ascii_lowercase(), "registered in lower case");
+            assert_eq!(
+                spec.args[0].kind,
+                ArgKind::Key,
+                "{name}: the key is argument 1"
+            );
+            assert!(spec.arity.min() >= 2, "{name}: the key is required");
+        }
+    }
+
+    #[test]
+    fn arity_is_told_to_redis_in_its_form_and_checked_at_both_ends() {
+        let between = Arity::Between(4, 7);
+        assert_eq!(between.redis(), -4);
+        assert_eq!((between.min(), between.max()), (4, Some(7)));
+        assert_eq!(
+            (3..=8).map(|n| between.accepts(n)).collect::<Vec<_>>(),
+            [false, true, true, true, true, false]
+        );
+        assert_eq!(Arity::Exactly(3).redis(), 3);
+        assert!(Arity::Exactly(3).accepts(3) && !Arity::Exactly(3).accepts(4));
+        assert_eq!(Arity::AtLeast(3).redis(), -3);
+        assert_eq!(Arity::AtLeast(3).max(), None);
+        assert!(Arity::AtLeast(3).accepts(usize::MAX) && !Arity::AtLeast(3).accepts(2));
+    }
+}

@@ -1,0 +1,183 @@
+//! What a command table says about each command: its name, flags, arity, ACL categories, key
+//! spec and docs. Plain data without Redis: the glue derives registration, the arity check,
+//! `COMMAND DOCS` / `COMMAND INFO` and ACL categories from a structure's table (see
+//! `dispatch::command_table!`), and the integration tests include this file and the tables
+//! with `#[path]` to derive their expectations from the same entries.
+//!
+//! A structure's table (e.g. `bf/table.rs`) is one `command_table!` invocation whose entries
+//! are `handler => CommandSpec { .. }`; whoever includes the file brings the macro: the glue's
+//! registers the handlers, the tests' keeps only the specs.
+
+/// How many arguments a command takes, its name included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arity {
+    /// Exactly this many.
+    Exactly(usize),
+    /// This many or more.
+    AtLeast(usize),
+    /// From the first to the second, both included. Redis knows only "at least" (`-min`), so
+    /// the maximum is checked by the module's dispatch.
+    Between(usize, usize),
+}
+
+impl Arity {
+    /// Redis's form: `n` for exactly n, `-n` for at least n.
+    pub const fn redis(self) -> i32 {
+        match self {
+            Arity::Exactly(n) => n as i32,
+            Arity::AtLeast(n) | Arity::Between(n, _) => -(n as i32),
+        }
+    }
+
+    /// The fewest arguments accepted.
+    #[cfg_attr(not(test), allow(dead_code))] // the tests' (`#[path]`) read it
+    pub const fn min(self) -> usize {
+        match self {
+            Arity::Exactly(n) | Arity::AtLeast(n) | Arity::Between(n, _) => n,
+        }
+    }
+
+    /// The most arguments accepted, if bounded.
+    #[cfg_attr(not(test), allow(dead_code))] // the tests' (`#[path]`) read it
+    pub const fn max(self) -> Option<usize> {
+        match self {
+            Arity::Exactly(n) | Arity::Between(_, n) => Some(n),
+            Arity::AtLeast(_) => None,
+        }
+    }
+
+    /// Whether a call with `count` arguments (the name included) has a valid count.
+    #[inline]
+    pub const fn accepts(self, count: usize) -> bool {
+        match self {
+            Arity::Exactly(n) => count == n,
+            Arity::AtLeast(min) => count >= min,
+            Arity::Between(min, max) => count >= min && count <= max,
+        }
+    }
+}
+
+/// What a command does with its key (argument 1 for every command of this module), for its
+/// key spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyAccess {
+    /// Reads the value's content (RO, ACCESS).
+    Read,
+    /// Reads only the value's metadata (RO).
+    ReadMeta,
+    /// Adds to the value, or creates it (RW, INSERT).
+    Insert,
+    /// Overwrites part of the value (RW, UPDATE).
+    Update,
+}
+
+impl KeyAccess {
+    /// Whether the key spec says RW (else RO).
+    #[cfg_attr(not(test), allow(dead_code))] // the tests' (`#[path]`) read it
+    pub const fn writes(self) -> bool {
+        matches!(self, KeyAccess::Insert | KeyAccess::Update)
+    }
+}
+
+/// The type of an argument, as `COMMAND DOCS` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgKind {
+    Key,
+    String,
+    Integer,
+    Double,
+    /// A bare word (`NONSCALING`).
+    PureToken,
+    /// One of the sub-arguments.
+    OneOf,
+}
+
+/// One argument of a command, as `COMMAND DOCS` lists it.
+#[derive(Debug, Clone, Copy)]
+pub struct Arg {
+    pub name: &'static str,
+    pub kind: ArgKind,
+    /// The word that introduces the value (`EXPANSION n`).
+    pub token: Option<&'static str>,
+    pub optional: bool,
+    pub multiple: bool,
+    pub subargs: &'static [Arg],
+}
+
+/// A required argument.
+pub const fn arg(name: &'static str, kind: ArgKind) -> Arg {
+    Arg {
+        name,
+        kind,
+        token: None,
+        optional: false,
+        multiple: false,
+        subargs: &[],
+    }
+}
+
+/// An optional `TOKEN value` argument.
+pub const fn option(name: &'static str, token: &'static str, kind: ArgKind) -> Arg {
+    Arg {
+        token: Some(token),
+        optional: true,
+        ..arg(name, kind)
+    }
+}
+
+/// An optional bare word.
+pub const fn word(name: &'static str, token: &'static str) -> Arg {
+    option(name, token, ArgKind::PureToken)
+}
+
+/// A bare word inside a one-of group.
+pub const fn choice(name: &'static str, token: &'static str) -> Arg {
+    Arg {
+        token: Some(token),
+        ..arg(name, ArgKind::PureToken)
+    }
+}
+
+/// The key, argument 1 of every command.
+pub const KEY: Arg = arg("key", ArgKind::Key);
+
+/// One item.
+pub const ITEM: Arg = arg("item", ArgKind::String);
+
+/// One or more items.
+pub const ITEMS: Arg = Arg {
+    multiple: true,
+    ..ITEM
+};
+
+/// Everything a table says about one command.
+#[derive(Debug, Clone, Copy)]
+pub struct CommandSpec {
+    /// As registered: Redis names the command by this spelling in wrong-arity errors,
+    /// `COMMAND INFO` and `INFO commandstats` (`cmdstat_bf.add`), which monitoring reads.
+    pub name: &'static str,
+    /// Redis's command flags (`"write deny-oom"`).
+    pub flags: &'static str,
+    pub arity: Arity,
+    /// ACL categories besides the module's own (Redis 7.2+), e.g. `"write slow"`.
+    pub acl: &'static str,
+    pub key: KeyAccess,
+    pub summary: &'static str,
+    pub complexity: &'static str,
+    /// The version that introduced the command (`None`: not documented).
+    pub since: Option<&'static str>,
+    pub args: &'static [Arg],
+}
+
+#[cfg_attr(not(test), allow(dead_code))] // the tests' (`#[path]`) read them
+impl CommandSpec {
+    /// Whether the flags mark the command as a write.
+    pub fn is_write(&self) -> bool {
+        self.flags.split(' ').any(|f| f == "write")
+    }
+
+    /// Whether the flags mark the command as fast.
+    pub fn is_fast(&self) -> bool {
+        self.flags.split(' ').any(|f| f == "fast")
+    }
+}

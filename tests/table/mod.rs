@@ -1,0 +1,30 @@
+//! The module's command tables, read from its sources (`src/command_spec.rs` and each
+//! structure's `table.rs`) without its handlers: the tests check that the server tells
+//! clients what the tables say.
+
+#![allow(dead_code)]
+
+#[path = "../../src/command_spec.rs"]
+pub mod spec;
+
+/// The tests' expansion of a table: its specs, in registration order.
+macro_rules! command_table {
+    ($($handler:path => $spec:expr,)*) => {
+        #[allow(unused_imports)]
+        use super::spec::*;
+
+        pub const COMMANDS: &[CommandSpec] = &[$($spec,)*];
+    };
+}
+use command_table;
+
+#[path = "../../src/bf/table.rs"]
+pub mod bf;
+
+#[allow(unused_imports)] // each suite uses some
+pub use spec::{Arity, CommandSpec, KeyAccess};
+
+/// Every command of every table.
+pub fn commands() -> impl Iterator<Item = &'static CommandSpec> {
+    bf::COMMANDS.iter()
+}
