@@ -4,8 +4,9 @@
 //! Docs and key specs are set with `RedisModule_SetCommandInfo` (Redis 7.0 and later): redis-cli
 //! builds its argument hints from them, cluster-aware clients route by the key specs. ACL
 //! categories need newer servers and are set only where the API exists:
-//! - Redis 7.4 and later (`RedisModule_AddACLCategory`): every BF command is in the module's
-//!   own category `@bloom`, plus `@read` or `@write` and `@fast` or `@slow`, as their flags say;
+//! - Redis 7.4 and later (`RedisModule_AddACLCategory`): every command is in its structure's
+//!   own category, its table's (`@bloom` for BF), plus `@read` or `@write` and `@fast` or
+//!   `@slow`, as its flags say;
 //! - Redis 7.2 and 7.3 (`RedisModule_SetCommandACLCategories` only): `@read` or `@write` and
 //!   `@fast` or `@slow`, no `@bloom` (a module cannot add a category there);
 //! - Redis 7.0: none; module commands belong to no category, so grant them by name
@@ -124,19 +125,38 @@ static INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleComman
 
 /// What `register` did, for the log.
 pub struct Registered {
-    /// Whether `@bloom` exists and holds the commands.
-    pub bloom_category: bool,
     /// Whether any ACL categories were set (Redis 7.2+).
     pub categories: bool,
+    /// The structures' own categories that exist now and hold their commands.
+    pub added: Vec<&'static str>,
+    /// The structures' own categories the server refused to add (its API exists).
+    pub refused: Vec<&'static str>,
 }
 
 /// Sets docs, key specs and (where the server has them) ACL categories of every command of
 /// the tables; called from `OnLoad`, after the commands were created.
 pub fn register(ctx: &Context, tables: &[&[Command]]) -> Result<Registered, String> {
+    let commands = || tables.iter().copied().flatten();
     let set_categories = raw_api::has_command_acl_categories();
-    let bloom_category =
-        set_categories && raw_api::add_acl_category(ctx, c"bloom").unwrap_or(false);
-    for doc in tables.iter().copied().flatten().map(|c| c.spec) {
+    let mut added = Vec::new();
+    let mut refused = Vec::new();
+    if set_categories {
+        // Each distinct category once: Redis refuses to add a category twice.
+        for category in commands().map(|c| c.category) {
+            if added.contains(&category) || refused.contains(&category) {
+                continue;
+            }
+            let name = CString::new(category).expect("no NUL in category names");
+            match raw_api::add_acl_category(ctx, &name) {
+                Ok(true) => added.push(category),
+                Ok(false) => refused.push(category),
+                // No such API (Redis 7.2 and 7.3): no module category at all.
+                Err(_) => break,
+            }
+        }
+    }
+    for entry in commands() {
+        let doc = entry.spec;
         let name = CString::new(doc.name).expect("no NUL in command names");
         let command = raw_api::get_command(ctx, &name)
             .map_err(|e| e.to_string())?
@@ -162,12 +182,9 @@ pub fn register(ctx: &Context, tables: &[&[Command]]) -> Result<Registered, Stri
             return Err(format!("Redis refused the command docs of {}", doc.name));
         }
         if set_categories {
-            let categories = if bloom_category {
-                format!("{} bloom", doc.acl)
-            } else {
-                doc.acl.to_string()
-            };
-            let categories = CString::new(categories).expect("no NUL in categories");
+            let own = Some(entry.category).filter(|c| added.contains(c));
+            let categories: Vec<&str> = doc.acl_categories().chain(own).collect();
+            let categories = CString::new(categories.join(" ")).expect("no NUL in categories");
             if !raw_api::set_command_acl_categories(command, &categories).unwrap_or(false) {
                 return Err(format!(
                     "Redis refused the ACL categories {:?} of {}",
@@ -177,7 +194,8 @@ pub fn register(ctx: &Context, tables: &[&[Command]]) -> Result<Registered, Stri
         }
     }
     Ok(Registered {
-        bloom_category,
         categories: set_categories,
+        added,
+        refused,
     })
 }

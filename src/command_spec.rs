@@ -4,9 +4,10 @@
 //! `dispatch::command_table!`), and the integration tests include this file and the tables
 //! with `#[path]` to derive their expectations from the same entries.
 //!
-//! A structure's table (e.g. `bf/table.rs`) is one `command_table!` invocation whose entries
-//! are `handler => CommandSpec { .. }`; whoever includes the file brings the macro: the glue's
-//! registers the handlers, the tests' keeps only the specs.
+//! A structure's table (e.g. `bf/table.rs`) is one `command_table!` invocation: the
+//! structure's own ACL category (`category: "bloom";`), then entries
+//! `handler => CommandSpec { .. }`. Whoever includes the file brings the macro: the glue's
+//! registers the handlers, the tests' keeps only the category and the specs.
 
 /// How many arguments a command takes, its name included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,8 +160,6 @@ pub struct CommandSpec {
     /// Redis's command flags (`"write deny-oom"`).
     pub flags: &'static str,
     pub arity: Arity,
-    /// ACL categories besides the module's own (Redis 7.2+), e.g. `"write slow"`.
-    pub acl: &'static str,
     pub key: KeyAccess,
     pub summary: &'static str,
     pub complexity: &'static str,
@@ -169,15 +168,39 @@ pub struct CommandSpec {
     pub args: &'static [Arg],
 }
 
-#[cfg_attr(not(test), allow(dead_code))] // the tests' (`#[path]`) read them
 impl CommandSpec {
     /// Whether the flags mark the command as a write.
     pub fn is_write(&self) -> bool {
-        self.flags.split(' ').any(|f| f == "write")
+        self.has_flag("write")
+    }
+
+    /// Whether the flags mark the command as read-only.
+    pub fn is_readonly(&self) -> bool {
+        self.has_flag("readonly")
     }
 
     /// Whether the flags mark the command as fast.
     pub fn is_fast(&self) -> bool {
-        self.flags.split(' ').any(|f| f == "fast")
+        self.has_flag("fast")
+    }
+
+    /// The ACL categories (Redis 7.2+) that the flags imply, besides the structure's own:
+    /// `write` for a write, `read` for a read-only command, and `fast`, else `slow`, as Redis
+    /// files its own commands. Derived rather than written in the table, so that flags and
+    /// categories cannot disagree.
+    pub fn acl_categories(&self) -> impl Iterator<Item = &'static str> {
+        let access = if self.is_write() {
+            Some("write")
+        } else if self.is_readonly() {
+            Some("read")
+        } else {
+            None
+        };
+        let speed = if self.is_fast() { "fast" } else { "slow" };
+        access.into_iter().chain(Some(speed))
+    }
+
+    fn has_flag(&self, flag: &str) -> bool {
+        self.flags.split(' ').any(|f| f == flag)
     }
 }

@@ -28,6 +28,8 @@ pub type RawCommand =
 /// One registered command: its table entry and the function Redis calls.
 pub struct Command {
     pub spec: &'static CommandSpec,
+    /// Its table's ACL category, the structure's own (`bloom`).
+    pub category: &'static str,
     pub entry: RawCommand,
 }
 
@@ -92,13 +94,16 @@ fn as_strings(views: &[ManuallyDrop<RedisString>]) -> &[RedisString] {
     unsafe { &*(views as *const [ManuallyDrop<RedisString>] as *const [RedisString]) }
 }
 
-/// Expands a structure's table (`bf/table.rs`) into its commands, `COMMANDS`: for each entry
-/// an `extern "C"` function that Redis calls, passing the call to [`dispatch`] with the entry
-/// and the handler.
+/// Expands a structure's table (`bf/table.rs`) into its ACL category, `CATEGORY`, and its
+/// commands, `COMMANDS`: for each entry an `extern "C"` function that Redis calls, passing the
+/// call to [`dispatch`] with the entry and the handler.
 macro_rules! command_table {
-    ($($handler:path => $spec:expr,)*) => {
+    (category: $category:literal; $($handler:path => $spec:expr,)*) => {
         #[allow(unused_imports)]
         use $crate::command_spec::*;
+
+        /// The structure's own ACL category, which every command of the table is in.
+        pub const CATEGORY: &str = $category;
 
         pub const COMMANDS: &[$crate::dispatch::Command] = &[$({
             const SPEC: CommandSpec = $spec;
@@ -109,7 +114,11 @@ macro_rules! command_table {
             ) -> ::std::ffi::c_int {
                 $crate::dispatch::dispatch(ctx, argv, argc, &SPEC, $handler)
             }
-            $crate::dispatch::Command { spec: &SPEC, entry }
+            $crate::dispatch::Command {
+                spec: &SPEC,
+                category: CATEGORY,
+                entry,
+            }
         },)*];
     };
 }

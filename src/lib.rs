@@ -92,18 +92,35 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     // Docs and ACL categories help clients and operators; a server that refuses them still
     // runs every command, so this is logged, not fatal.
     match command_docs::register(ctx, TABLES) {
-        Ok(r) => log::notice(
-            Some(ctx),
-            &format!(
-                "layerbloom: command docs set; ACL categories: {}",
-                match (r.categories, r.bloom_category) {
-                    (true, true) => "@bloom plus @read/@write and @fast/@slow",
-                    (true, false) =>
-                        "@read/@write and @fast/@slow (this server has no module categories)",
-                    _ => "none (this server has no ACL categories for module commands)",
+        Ok(r) => {
+            let named = |categories: &[&str]| {
+                categories
+                    .iter()
+                    .map(|c| format!("@{c}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let categories = match (r.categories, r.added.is_empty()) {
+                (true, false) => format!("{} plus @read/@write and @fast/@slow", named(&r.added)),
+                (true, true) if r.refused.is_empty() => {
+                    "@read/@write and @fast/@slow (this server has no module categories)"
+                        .to_string()
                 }
-            ),
-        ),
+                (true, true) => "@read/@write and @fast/@slow".to_string(),
+                (false, _) => {
+                    "none (this server has no ACL categories for module commands)".to_string()
+                }
+            };
+            let refused = if r.refused.is_empty() {
+                String::new()
+            } else {
+                format!("; the server refused to add {}", named(&r.refused))
+            };
+            log::notice(
+                Some(ctx),
+                &format!("layerbloom: command docs set; ACL categories: {categories}{refused}"),
+            );
+        }
         Err(why) => log::warning(Some(ctx), &format!("layerbloom: {why}")),
     }
     Status::Ok

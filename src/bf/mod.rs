@@ -12,20 +12,16 @@ pub use table::COMMANDS;
 
 #[cfg(test)]
 mod tests {
+    use super::table::CATEGORY;
     use super::COMMANDS;
-    use crate::command_spec::{ArgKind, Arity};
+    use crate::command_spec::{ArgKind, Arity, CommandSpec};
 
     #[test]
-    fn flags_acl_categories_and_key_specs_agree_for_every_command() {
+    fn flags_and_key_specs_agree_for_every_command() {
         for spec in COMMANDS.iter().map(|c| c.spec) {
-            let acl: Vec<&str> = spec.acl.split(' ').collect();
             let name = spec.name;
-            assert_eq!(spec.is_write(), acl.contains(&"write"), "{name}");
-            assert_eq!(!spec.is_write(), acl.contains(&"read"), "{name}");
             assert_eq!(spec.is_write(), spec.key.writes(), "{name}");
-            assert_eq!(!spec.is_write(), spec.flags.contains("readonly"), "{name}");
-            assert_eq!(spec.is_fast(), acl.contains(&"fast"), "{name}");
-            assert_eq!(!spec.is_fast(), acl.contains(&"slow"), "{name}");
+            assert_eq!(!spec.is_write(), spec.is_readonly(), "{name}");
             assert_eq!(name, name.to_ascii_lowercase(), "registered in lower case");
             assert_eq!(
                 spec.args[0].kind,
@@ -34,6 +30,28 @@ mod tests {
             );
             assert!(spec.arity.min() >= 2, "{name}: the key is required");
         }
+    }
+
+    #[test]
+    fn acl_categories_follow_the_flags_and_every_command_is_in_bloom() {
+        // RedisBloom's documented category for the BF commands, the one users grant.
+        assert_eq!(CATEGORY, "bloom");
+        for command in COMMANDS {
+            assert_eq!(command.category, CATEGORY, "{}", command.spec.name);
+        }
+        let categories = |name: &str| {
+            let command = COMMANDS.iter().find(|c| c.spec.name == name).unwrap();
+            command.spec.acl_categories().collect::<Vec<_>>()
+        };
+        assert_eq!(categories("bf.add"), ["write", "slow"]);
+        assert_eq!(categories("bf.exists"), ["read", "fast"]);
+        assert_eq!(categories("bf.scandump"), ["read", "slow"]);
+        // Neither a write nor read-only: no access category rather than a wrong one.
+        let neither = CommandSpec {
+            flags: "fast",
+            ..*COMMANDS[0].spec
+        };
+        assert_eq!(neither.acl_categories().collect::<Vec<_>>(), ["fast"]);
     }
 
     #[test]

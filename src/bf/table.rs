@@ -2,16 +2,22 @@
 //! and its clients are told about it. Plain data (see `command_spec.rs`): the glue expands the
 //! table with the handlers, the integration tests without them.
 //!
+//! The category is the structure's own ACL category (on servers with module
+//! categories: Redis 7.4+, Valkey 8); each command's other
+//! categories follow from its flags (`CommandSpec::acl_categories`).
+//!
 //! Names are registered in lower case, as RedisBloom registers them. `since` is the
 //! RedisBloom version that introduced the command (layerbloom implements RedisBloom's BF API
 //! level 2.8).
 
 super::command_table! {
+    // RedisBloom's category for the BF commands, the one users grant (`+@bloom`).
+    category: "bloom";
+
     crate::bf::handlers::reserve => CommandSpec {
         name: "bf.reserve",
         flags: "write deny-oom",
         arity: Arity::Between(4, 7),
-        acl: "write slow",
         key: KeyAccess::Insert,
         summary: "Creates an empty Bloom filter with the given error rate and capacity",
         complexity: "O(1)",
@@ -28,7 +34,6 @@ super::command_table! {
         name: "bf.add",
         flags: "write deny-oom",
         arity: Arity::Exactly(3),
-        acl: "write slow",
         key: KeyAccess::Insert,
         summary: "Adds an item to a Bloom filter, creating the filter if it does not exist",
         complexity: "O(k), where k is the number of layers",
@@ -39,7 +44,6 @@ super::command_table! {
         name: "bf.madd",
         flags: "write deny-oom",
         arity: Arity::AtLeast(3),
-        acl: "write slow",
         key: KeyAccess::Insert,
         summary: "Adds one or more items to a Bloom filter, creating the filter if it does not exist",
         complexity: "O(k * n), where k is the number of layers and n the number of items",
@@ -50,7 +54,6 @@ super::command_table! {
         name: "bf.insert",
         flags: "write deny-oom",
         arity: Arity::AtLeast(4),
-        acl: "write slow",
         key: KeyAccess::Insert,
         summary: "Adds one or more items to a Bloom filter, creating it with the given options if it does not exist",
         complexity: "O(k * n), where k is the number of layers and n the number of items",
@@ -72,7 +75,6 @@ super::command_table! {
         name: "bf.exists",
         flags: "readonly fast",
         arity: Arity::Exactly(3),
-        acl: "read fast",
         key: KeyAccess::Read,
         summary: "Tells whether an item may have been added to a Bloom filter",
         complexity: "O(k), where k is the number of layers",
@@ -83,7 +85,6 @@ super::command_table! {
         name: "bf.mexists",
         flags: "readonly fast",
         arity: Arity::AtLeast(3),
-        acl: "read fast",
         key: KeyAccess::Read,
         summary: "Tells for each item whether it may have been added to a Bloom filter",
         complexity: "O(k * n), where k is the number of layers and n the number of items",
@@ -94,7 +95,6 @@ super::command_table! {
         name: "bf.info",
         flags: "readonly fast",
         arity: Arity::Between(2, 3),
-        acl: "read fast",
         key: KeyAccess::ReadMeta,
         summary: "Returns a Bloom filter's parameters (capacity, size, layers, items, expansion), one of them, one health figure, or with HEALTH all five (error rate, fill, estimated false-positive rate and distinct items, maximum capacity)",
         complexity: "O(k), where k is the number of layers",
@@ -124,7 +124,6 @@ super::command_table! {
         name: "bf.card",
         flags: "readonly fast",
         arity: Arity::Exactly(2),
-        acl: "read fast",
         key: KeyAccess::ReadMeta,
         summary: "Returns the number of items added to a Bloom filter",
         complexity: "O(1)",
@@ -135,7 +134,6 @@ super::command_table! {
         name: "bf.scandump",
         flags: "readonly",
         arity: Arity::Exactly(3),
-        acl: "read slow",
         key: KeyAccess::Read,
         summary: "Begins or continues an incremental save of a Bloom filter",
         complexity: "O(n), where n is the size of the chunk returned",
@@ -146,7 +144,6 @@ super::command_table! {
         name: "bf.loadchunk",
         flags: "write deny-oom",
         arity: Arity::Exactly(4),
-        acl: "write slow",
         key: KeyAccess::Update,
         summary: "Restores a Bloom filter previously saved with BF.SCANDUMP",
         complexity: "O(n), where n is the size of the chunk",
@@ -161,7 +158,6 @@ super::command_table! {
         name: "bf.debug",
         flags: "readonly",
         arity: Arity::Exactly(2),
-        acl: "read slow",
         key: KeyAccess::ReadMeta,
         summary: "Returns the layers of a Bloom filter and their parameters, for debugging",
         complexity: "O(k), where k is the number of layers",

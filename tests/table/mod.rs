@@ -7,11 +7,13 @@
 #[path = "../../src/command_spec.rs"]
 pub mod spec;
 
-/// The tests' expansion of a table: its specs, in registration order.
+/// The tests' expansion of a table: its ACL category and its specs, in registration order.
 macro_rules! command_table {
-    ($($handler:path => $spec:expr,)*) => {
+    (category: $category:literal; $($handler:path => $spec:expr,)*) => {
         #[allow(unused_imports)]
         use super::spec::*;
+
+        pub const CATEGORY: &str = $category;
 
         pub const COMMANDS: &[CommandSpec] = &[$($spec,)*];
     };
@@ -24,7 +26,10 @@ pub mod bf;
 #[allow(unused_imports)] // each suite uses some
 pub use spec::{Arity, CommandSpec, KeyAccess};
 
+/// Each table: the structure's own ACL category and its commands.
+pub const TABLES: &[(&str, &[CommandSpec])] = &[(bf::CATEGORY, bf::COMMANDS)];
+
 /// Every command of every table.
 pub fn commands() -> impl Iterator<Item = &'static CommandSpec> {
-    bf::COMMANDS.iter()
+    TABLES.iter().flat_map(|(_, commands)| commands.iter())
 }
