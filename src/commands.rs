@@ -1,9 +1,9 @@
 //! The BF.* command handlers: check the arguments, open the key, call the core, reply.
 //! Every argument is validated before the key is touched, so a bad command changes nothing.
 
-use layerbloom_filter::classic::format_g;
-use layerbloom_filter::codec;
-use layerbloom_filter::health;
+use layerbloom_filter::bloom::classic::format_g;
+use layerbloom_filter::bloom::codec;
+use layerbloom_filter::bloom::health;
 use layerbloom_filter::{FilterError, FilterSpec, Layers, Layout, ScalableFilter};
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{Context, ContextFlags, KeyType, RedisString};

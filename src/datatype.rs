@@ -5,8 +5,8 @@
 use std::ffi::{c_char, c_int, c_longlong, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use layerbloom_filter::chain::MAX_LAYERS;
-use layerbloom_filter::codec::{self, CodecError, FilterLoader, RdbSource};
+use layerbloom_filter::bloom::chain::MAX_LAYERS;
+use layerbloom_filter::bloom::codec::{self, CodecError, FilterLoader, RdbSource};
 use layerbloom_filter::ScalableFilter;
 use redis_module::{native_types::RedisType, raw, ContextFlags};
 

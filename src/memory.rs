@@ -11,8 +11,8 @@
 
 use std::ffi::c_int;
 
-use layerbloom_filter::chain::MAX_LAYERS;
-use layerbloom_filter::codec::CodecError;
+use layerbloom_filter::bloom::chain::MAX_LAYERS;
+use layerbloom_filter::bloom::codec::CodecError;
 use layerbloom_filter::{FilterError, Layers, ScalableFilter};
 use redis_module::{raw, ContextFlags};
 

@@ -19,7 +19,7 @@ use std::ffi::{c_int, CString};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use layerbloom_filter::{health, ScalableFilter};
+use layerbloom_filter::{bloom::health, ScalableFilter};
 use redis_module::raw;
 
 use crate::config;

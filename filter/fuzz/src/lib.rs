@@ -7,7 +7,7 @@
 //! (the same filter comes back), and walked with SCANDUMP (chunks of at most 16 MiB that
 //! never cross a layer, and that LOADCHUNK rebuilds the filter from).
 
-use layerbloom_filter::codec::{self, Strictness, MAX_CHUNK_BYTES};
+use layerbloom_filter::bloom::codec::{self, Strictness, MAX_CHUNK_BYTES};
 use layerbloom_filter::{Layers, ScalableFilter};
 
 /// Memory bound for anything built from fuzz input: the filters' growth and the headers that
@@ -189,7 +189,7 @@ mod seeds {
     use std::fs;
     use std::path::{Path, PathBuf};
 
-    use layerbloom_filter::codec;
+    use layerbloom_filter::bloom::codec;
     use layerbloom_filter::{FilterSpec, Layout, ScalableFilter};
 
     fn dir(target: &str) -> PathBuf {

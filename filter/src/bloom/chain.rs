@@ -10,11 +10,11 @@
 //! kinds would change how items hash between layers; one kind per filter never changes an
 //! answer.
 
-use crate::blocked::BlockedLayer;
-use crate::classic::{ClassicHash, ClassicLayer, ClassicMeta, OPT_FORCE64, OPT_NO_SCALING};
+use crate::bloom::blocked::BlockedLayer;
+use crate::bloom::classic::{ClassicHash, ClassicLayer, ClassicMeta, OPT_FORCE64, OPT_NO_SCALING};
+use crate::bloom::sizing;
 use crate::error::FilterError;
 use crate::hash::ItemHash;
-use crate::sizing;
 
 /// How much tighter each new layer's error rate is than the previous one's.
 pub const TIGHTENING: f64 = 0.5;
@@ -77,7 +77,7 @@ impl FilterSpec {
 
     /// RedisBloom's option bits for a classic filter of this spec.
     fn classic_options(&self) -> u32 {
-        crate::classic::DEFAULT_OPTIONS | if self.nonscaling { OPT_NO_SCALING } else { 0 }
+        crate::bloom::classic::DEFAULT_OPTIONS | if self.nonscaling { OPT_NO_SCALING } else { 0 }
     }
 
     /// Bytes a filter of this spec takes when created, without allocating.
@@ -181,7 +181,7 @@ fn blocked_contains(layers: &[BlockedLayer], hash: &ItemHash) -> bool {
             let layer_k = layer.geometry().hashes_per_block;
             if layer_k != k {
                 k = layer_k;
-                mask0 = crate::blocked::first_mask(hash, k);
+                mask0 = crate::bloom::blocked::first_mask(hash, k);
             }
             matches |= u64::from(layer.first_block_matches(hash, &mask0)) << i;
         }
@@ -345,7 +345,7 @@ impl ScalableFilter {
         } else {
             (
                 size_of::<BlockedLayer>(),
-                align_of::<crate::blocked::Block>() as u64,
+                align_of::<crate::bloom::blocked::Block>() as u64,
             )
         };
         // The layer table and the layers' cumulative byte offsets (`ends`), one entry each.
@@ -818,7 +818,7 @@ impl ScalableFilter {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::blocked::LayerMeta;
+    use crate::bloom::blocked::LayerMeta;
 
     const NO_LIMIT: u64 = u64::MAX;
 
@@ -936,7 +936,8 @@ pub(crate) mod tests {
             items: huge,
             geometry,
         };
-        let layer = BlockedLayer::from_parts(meta, crate::blocked::zeroed_blocks(1).unwrap());
+        let layer =
+            BlockedLayer::from_parts(meta, crate::bloom::blocked::zeroed_blocks(1).unwrap());
         let mut f = ScalableFilter::from_blocked(vec![layer], huge, 0.01, 2);
         let before = f.clone();
         let fresh = (0..).map(item).find(|h| !f.contains(h)).unwrap();

@@ -17,9 +17,9 @@
 //! The layer also counts its set bits (an insert knows which bits it flipped), so its fill
 //! ratio and current false-positive rate come free.
 
+use crate::bloom::sizing::{self, Geometry, BLOCK_BYTES, MAX_BLOCKS_PER_ITEM};
 use crate::error::FilterError;
 use crate::hash::{mix64, ItemHash, GOLDEN_GAMMA};
-use crate::sizing::{self, Geometry, BLOCK_BYTES, MAX_BLOCKS_PER_ITEM};
 
 /// Words in a block.
 const WORDS: usize = 8;
@@ -526,7 +526,7 @@ impl BlockedLayer {
     pub(crate) fn refresh_estimate(&mut self) {
         self.estimate = FprEstimate {
             set_bits: self.set_bits,
-            fpr: crate::health::layer_fpr(&self.summary(), false),
+            fpr: crate::bloom::health::layer_fpr(&self.summary(), false),
         };
     }
 
@@ -536,14 +536,14 @@ impl BlockedLayer {
         if self.estimate.set_bits == self.set_bits {
             self.estimate.fpr
         } else {
-            crate::health::layer_fpr(&self.summary(), false)
+            crate::bloom::health::layer_fpr(&self.summary(), false)
         }
     }
 
     /// The layer's figures.
-    pub fn summary(&self) -> crate::chain::LayerSummary {
+    pub fn summary(&self) -> crate::bloom::chain::LayerSummary {
         let g = &self.meta.geometry;
-        crate::chain::LayerSummary {
+        crate::bloom::chain::LayerSummary {
             capacity: self.capacity(),
             error: self.error(),
             items: self.items(),

@@ -35,10 +35,10 @@
 //!   take it past a memory limit, simulating exactly the growth rule of `chain` (the same
 //!   sizing functions, the same limit check); a non-scaling filter's is its capacity.
 
-use crate::blocked::BlockedLayer;
-use crate::chain::{LayerSummary, Layers, ScalableFilter, MAX_LAYERS, TIGHTENING};
-use crate::classic::{ClassicLayer, ClassicMeta};
-use crate::sizing::{self, BLOCK_BITS, MIN_SIZING_ERROR};
+use crate::bloom::blocked::BlockedLayer;
+use crate::bloom::chain::{LayerSummary, Layers, ScalableFilter, MAX_LAYERS, TIGHTENING};
+use crate::bloom::classic::{ClassicLayer, ClassicMeta};
+use crate::bloom::sizing::{self, BLOCK_BITS, MIN_SIZING_ERROR};
 
 /// The health figures of a filter, in `BF.INFO` order.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -422,7 +422,7 @@ impl NextLayer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::FilterSpec;
+    use crate::bloom::chain::FilterSpec;
     use crate::hash::ItemHash;
     use crate::FilterError;
 

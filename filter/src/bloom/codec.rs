@@ -39,11 +39,11 @@
 //! Every decoder treats its input as hostile: lengths, counts and offsets are checked against
 //! the bytes actually present before anything is allocated or indexed.
 
-use crate::blocked::{Block, BlockedLayer, LayerMeta};
-use crate::chain::{try_vec, Layers, ScalableFilter, MAX_LAYERS};
-use crate::classic::{zeroed_bytes, ClassicLayer, ClassicMeta, KNOWN_OPTIONS};
+use crate::bloom::blocked::{Block, BlockedLayer, LayerMeta};
+use crate::bloom::chain::{try_vec, Layers, ScalableFilter, MAX_LAYERS};
+use crate::bloom::classic::{zeroed_bytes, ClassicLayer, ClassicMeta, KNOWN_OPTIONS};
+use crate::bloom::sizing::{Geometry, BLOCK_BYTES};
 use crate::error::FilterError;
-use crate::sizing::{Geometry, BLOCK_BYTES};
 
 /// First bytes of every layerbloom (blocked) header.
 pub const MAGIC: [u8; 8] = *b"LAYERBLM";
@@ -640,9 +640,9 @@ impl FilterLoader {
                 let before = blocks.capacity();
                 grow_toward(blocks, blocks.len() + piece.len() / block, total / block)?;
                 if blocks.capacity() != before {
-                    crate::blocked::advise_huge_pages(blocks);
+                    crate::bloom::blocked::advise_huge_pages(blocks);
                 }
-                crate::blocked::extend_from_bytes(blocks, piece);
+                crate::bloom::blocked::extend_from_bytes(blocks, piece);
             }
             Partial::Classic(bytes) => {
                 grow_toward(bytes, bytes.len() + piece.len(), total)?;
@@ -852,7 +852,7 @@ pub fn decode_redisbloom_value_within<S: RdbSource>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::{FilterSpec, Layout};
+    use crate::bloom::chain::{FilterSpec, Layout};
 
     fn filled_with(spec: FilterSpec, n: u64) -> ScalableFilter {
         let mut f = ScalableFilter::new(spec, u64::MAX).unwrap();
@@ -1006,7 +1006,7 @@ mod tests {
 
     #[test]
     fn headers_with_more_layers_than_the_cap_are_refused() {
-        use crate::chain::tests::longest_chain;
+        use crate::bloom::chain::tests::longest_chain;
         use crate::Layout;
         for layout in [Layout::Blocked, Layout::Classic] {
             let f = longest_chain(layout);

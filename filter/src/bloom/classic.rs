@@ -18,9 +18,9 @@
 use bitvec::prelude::{BitSlice, Lsb0};
 use bitvec::view::BitView;
 
+use crate::bloom::sizing::SizingError;
 use crate::error::FilterError;
 use crate::hash::{murmur2_32, murmur64a};
-use crate::sizing::SizingError;
 
 /// Option bit: layers are not rounded to a power of two.
 pub const OPT_NOROUND: u32 = 1;
