@@ -6,7 +6,9 @@
 pub mod bits;
 pub mod bloom;
 pub mod error;
+mod fallible;
 pub mod footprint;
+pub mod format;
 pub mod hash;
 mod zeroed;
 

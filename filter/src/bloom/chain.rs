@@ -14,6 +14,7 @@ use crate::bloom::blocked::BlockedLayer;
 use crate::bloom::classic::{ClassicHash, ClassicLayer, ClassicMeta, OPT_FORCE64, OPT_NO_SCALING};
 use crate::bloom::sizing;
 use crate::error::FilterError;
+use crate::fallible::{try_push, try_vec};
 use crate::hash::ItemHash;
 
 /// How much tighter each new layer's error rate is than the previous one's.
@@ -204,26 +205,6 @@ fn cumulative_ends(lengths: impl Iterator<Item = u64>) -> Vec<u64> {
             Some(*end)
         })
         .collect()
-}
-
-/// An empty vector with room for exactly `n` elements, or the allocation failure as an error.
-pub(crate) fn try_vec<T>(n: usize) -> Result<Vec<T>, FilterError> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n)
-        .map_err(|_| FilterError::OutOfMemory {
-            bytes: (n * std::mem::size_of::<T>()) as u64,
-        })?;
-    Ok(v)
-}
-
-/// Pushes onto a vector whose growth is exact and fallible.
-fn try_push<T>(v: &mut Vec<T>, item: T) -> Result<(), FilterError> {
-    v.try_reserve_exact(1)
-        .map_err(|_| FilterError::OutOfMemory {
-            bytes: std::mem::size_of::<T>() as u64,
-        })?;
-    v.push(item);
-    Ok(())
 }
 
 impl ScalableFilter {

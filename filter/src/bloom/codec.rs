@@ -40,10 +40,15 @@
 //! the bytes actually present before anything is allocated or indexed.
 
 use crate::bloom::blocked::{Block, BlockedLayer, LayerMeta};
-use crate::bloom::chain::{try_vec, Layers, ScalableFilter, MAX_LAYERS};
+use crate::bloom::chain::{Layers, ScalableFilter, MAX_LAYERS};
 use crate::bloom::classic::{zeroed_bytes, ClassicLayer, ClassicMeta, KNOWN_OPTIONS};
 use crate::bloom::sizing::{Geometry, BLOCK_BYTES};
 use crate::error::FilterError;
+use crate::fallible::{grow_toward, try_vec};
+use crate::format::{add_bytes, Reader};
+pub use crate::format::{
+    CodecError, RdbSource, Strictness, Warning, MAX_CHUNK_BYTES, RDB_PIECE_BYTES,
+};
 
 /// First bytes of every layerbloom (blocked) header.
 pub const MAGIC: [u8; 8] = *b"LAYERBLM";
@@ -53,32 +58,10 @@ pub const CLASSIC_MAGIC: [u8; 8] = *b"LBCLASSC";
 pub const FORMAT_VERSION: u8 = 1;
 /// Largest expansion factor a new filter may have (RedisBloom's bound).
 pub const MAX_EXPANSION: u32 = 32768;
-/// Largest `BF.SCANDUMP` chunk.
-pub const MAX_CHUNK_BYTES: usize = 16 * 1024 * 1024;
-/// Largest piece of a bit array in an RDB value.
-pub const RDB_PIECE_BYTES: usize = 64 * 1024 * 1024;
-
 const CHAIN_BYTES: usize = 36;
 const LAYER_BYTES: usize = 40;
 const RB_CHAIN_BYTES: usize = 20;
 const RB_LAYER_BYTES: usize = 53;
-
-/// Why bytes could not be decoded or applied.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum CodecError {
-    /// Not a header, or one with impossible or inconsistent fields.
-    #[error("bad data: {0}")]
-    BadData(&'static str),
-    /// A chunk whose offset lies outside every layer.
-    #[error("invalid offset - no link found")]
-    NoLink,
-    /// A chunk that starts inside a layer and runs past its end.
-    #[error("invalid chunk - Too big for current filter")]
-    TooBig,
-    /// The data describes a filter that cannot be built here.
-    #[error(transparent)]
-    Filter(#[from] FilterError),
-}
 
 /// A blocked filter's header: the whole filter but its bits.
 #[derive(Debug, Clone, PartialEq)]
@@ -192,51 +175,8 @@ fn encode_classic_header(
     out
 }
 
-/// Reads little-endian fields off the front of a byte slice.
-struct Reader<'a> {
-    bytes: &'a [u8],
-}
-
-impl Reader<'_> {
-    fn take<const N: usize>(&mut self) -> Result<[u8; N], CodecError> {
-        let (head, rest) = self
-            .bytes
-            .split_first_chunk::<N>()
-            .ok_or(CodecError::BadData("header is truncated"))?;
-        self.bytes = rest;
-        Ok(*head)
-    }
-    fn u8(&mut self) -> Result<u8, CodecError> {
-        Ok(self.take::<1>()?[0])
-    }
-    fn u32(&mut self) -> Result<u32, CodecError> {
-        Ok(u32::from_le_bytes(self.take()?))
-    }
-    fn u64(&mut self) -> Result<u64, CodecError> {
-        Ok(u64::from_le_bytes(self.take()?))
-    }
-    fn f64(&mut self) -> Result<f64, CodecError> {
-        Ok(f64::from_le_bytes(self.take()?))
-    }
-    fn zeros<const N: usize>(&mut self) -> Result<(), CodecError> {
-        if self.take::<N>()? == [0; N] {
-            Ok(())
-        } else {
-            Err(CodecError::BadData("reserved bytes are not zero"))
-        }
-    }
-}
-
 fn is_rate(x: f64) -> bool {
     x > 0.0 && x < 1.0
-}
-
-/// Adds a layer's bytes to a running total, refusing totals no allocation could hold.
-fn add_bytes(total: u64, bytes: u64) -> Result<u64, CodecError> {
-    total
-        .checked_add(bytes)
-        .filter(|&b| b <= isize::MAX as u64)
-        .ok_or(CodecError::BadData("layers are too large"))
 }
 
 /// Decodes and validates a `BF.LOADCHUNK` header of either kind. RedisBloom's is checked as
@@ -341,21 +281,6 @@ pub fn decode_blocked_header(
     })
 }
 
-/// How strictly a header is checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Strictness {
-    /// A client's `BF.LOADCHUNK`, at least as strict as RedisBloom's: the item total must be
-    /// exactly the sum of the layers' counts (no overflow) and below 2^64 - 1, RedisBloom's
-    /// option bits known and each classic layer's hash count the one its bits per entry give.
-    LoadChunk,
-    /// RDB values, and `BF.LOADCHUNK` replayed from the AOF or sent by a primary (they
-    /// describe filters already accepted from an RDB value): as RedisBloom's RDB loader, an
-    /// odd total or option bits and a stray hash count are accepted (with a warning) when
-    /// safe, so that every value RedisBloom loads loads here too. Counts saturate, so a
-    /// total that reached the top still equals its layers' sum.
-    Rdb,
-}
-
 /// Checks a header's item total against its layers' counts. Refused: any mismatch when
 /// strict; when lax, a saturated sum that is not the total, which is returned as a warning
 /// for the caller to log or refuse.
@@ -382,9 +307,6 @@ fn check_item_total(
         }
     }
 }
-
-/// Something odd but safe found while loading, worth a log line.
-pub type Warning = &'static str;
 
 /// Checks a classic chain's fields; returns the warnings of a lax load.
 fn check_classic_chain(
@@ -685,31 +607,6 @@ impl FilterLoader {
     }
 }
 
-/// The first room reserved for a layer being loaded (never past the layer's size): layers up
-/// to this size are read without a reallocation, larger ones then grow fourfold. Every
-/// reallocation copies what was read (measured: loading 0.95 GiB layers took 1.1-2.4 s/GiB
-/// growing twofold from 64 MiB, 0.43 s/GiB reserved whole), while room reserved and not yet
-/// written is address space that nothing touches: a header claiming more than its data gets at
-/// most this much, or four times the data read, and gives it back when the load fails.
-const FIRST_RESERVATION_BYTES: usize = 256 << 20;
-
-/// Reserves room for `needed` elements, growing as `FIRST_RESERVATION_BYTES` says but never
-/// past `total`.
-fn grow_toward<T>(v: &mut Vec<T>, needed: usize, total: usize) -> Result<(), FilterError> {
-    if needed > v.capacity() {
-        let first = FIRST_RESERVATION_BYTES / std::mem::size_of::<T>();
-        let target = needed
-            .max(v.capacity().saturating_mul(4))
-            .max(first)
-            .min(total);
-        v.try_reserve_exact(target - v.len())
-            .map_err(|_| FilterError::OutOfMemory {
-                bytes: (target * std::mem::size_of::<T>()) as u64,
-            })?;
-    }
-    Ok(())
-}
-
 /// Decodes one of layerbloom's RDB values held whole in memory (header, then pieces).
 pub fn decode_value<'a>(
     header: &[u8],
@@ -728,15 +625,6 @@ pub fn decode_value<'a>(
         return Err(CodecError::BadData("trailing pieces"));
     }
     loader.finish()
-}
-
-/// The fields of an RDB value, as the module API reads them (`RedisModule_LoadUnsigned`,
-/// `LoadDouble`, `LoadStringBuffer`). Each read fails once the value's data runs out.
-pub trait RdbSource {
-    type Buffer: AsRef<[u8]>;
-    fn unsigned(&mut self) -> Result<u64, CodecError>;
-    fn double(&mut self) -> Result<f64, CodecError>;
-    fn buffer(&mut self) -> Result<Self::Buffer, CodecError>;
 }
 
 /// The highest encoding version RedisBloom writes.
