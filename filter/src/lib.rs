@@ -13,8 +13,10 @@ pub mod hash;
 mod zeroed;
 
 pub use bloom::blocked::{BlockedLayer, LayerMeta};
-pub use bloom::chain::{FilterSpec, Layers, Layout, ScalableFilter};
-pub use bloom::classic::{ClassicLayer, ClassicMeta};
+pub use bloom::chain::Chain;
+pub use bloom::classic::{ClassicLayer, ClassicMeta, ClassicParams};
+pub use bloom::filter::{FilterSpec, Layout, ScalableFilter};
+pub use bloom::layer::{Allocation, Layer, LayerSummary};
 pub use bloom::sizing::{Geometry, SizingError};
 pub use error::FilterError;
 pub use hash::ItemHash;

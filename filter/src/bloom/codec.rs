@@ -40,8 +40,12 @@
 //! the bytes actually present before anything is allocated or indexed.
 
 use crate::bloom::blocked::{Block, BlockedLayer, LayerMeta};
-use crate::bloom::chain::{Layers, ScalableFilter, MAX_LAYERS};
-use crate::bloom::classic::{zeroed_bytes, ClassicLayer, ClassicMeta, KNOWN_OPTIONS};
+use crate::bloom::chain::{Chain, MAX_LAYERS};
+use crate::bloom::classic::{
+    zeroed_bytes, ClassicLayer, ClassicMeta, ClassicParams, KNOWN_OPTIONS,
+};
+use crate::bloom::filter::{dispatch, ScalableFilter};
+use crate::bloom::layer::{Layer, LayerPlan};
 use crate::bloom::sizing::{Geometry, BLOCK_BYTES};
 use crate::error::FilterError;
 use crate::fallible::{grow_toward, try_vec};
@@ -63,22 +67,66 @@ const LAYER_BYTES: usize = 40;
 const RB_CHAIN_BYTES: usize = 20;
 const RB_LAYER_BYTES: usize = 53;
 
-/// A blocked filter's header: the whole filter but its bits.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BlockedHeader {
-    pub items: u64,
-    pub error: f64,
-    pub expansion: u32,
-    pub layers: Vec<LayerMeta>,
+/// How a kind of layer is persisted, beyond what its chain's header says.
+pub trait LayerCodec: Layer {
+    /// What precedes its header in layerbloom's RDB values (nothing: the header's own magic
+    /// tells it apart).
+    const RDB_PREFIX: &'static [u8];
+    /// A layer's bits while the pieces of an RDB value arrive.
+    type Partial: Default;
+
+    /// The chain's `BF.SCANDUMP` header.
+    fn encode_header(chain: &Chain<Self>) -> Vec<u8>;
+    /// A layer of persisted metadata whose bits are all zero (a `BF.LOADCHUNK` header's, to be
+    /// filled by chunks).
+    fn zeroed(meta: Self::Meta) -> Result<Self, FilterError>;
+    /// Appends a piece of a layer of `total` bytes, reserving room as `grow_toward` says.
+    fn extend(partial: &mut Self::Partial, piece: &[u8], total: usize) -> Result<(), FilterError>;
+    /// The layer, once every byte of it has arrived; its set bits are counted, not trusted.
+    fn finish(meta: Self::Meta, bits: Self::Partial) -> Self;
 }
 
-/// A classic filter's header, as RedisBloom writes it.
+/// A decoded header of one kind: the whole filter but its bits, validated.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ClassicHeader {
+pub struct ChainHeader<L: Layer> {
     pub items: u64,
-    pub options: u32,
-    pub growth: u32,
-    pub layers: Vec<ClassicMeta>,
+    /// The chain's rate (for a classic chain, derived from its first layer's).
+    pub error: f64,
+    /// 0 for non-scaling.
+    pub expansion: u32,
+    pub params: L::Params,
+    pub layers: Vec<L::Meta>,
+}
+
+/// A blocked filter's header: layerbloom's.
+pub type BlockedHeader = ChainHeader<BlockedLayer>;
+/// A classic filter's header, as RedisBloom writes it.
+pub type ClassicHeader = ChainHeader<ClassicLayer>;
+
+impl<L: LayerCodec> ChainHeader<L> {
+    fn layer_lengths(&self) -> Vec<u64> {
+        self.layers.iter().map(LayerPlan::bytes).collect()
+    }
+
+    fn memory_bytes(&self) -> u64 {
+        let lengths = self.layer_lengths();
+        Chain::<L>::modelled_bytes(lengths.len(), lengths)
+    }
+
+    /// The chain with these layers, all bits zero.
+    fn zeroed_chain(&self) -> Result<Chain<L>, FilterError> {
+        let mut layers = try_vec(self.layers.len())?;
+        for meta in &self.layers {
+            layers.push(L::zeroed(*meta)?);
+        }
+        Ok(Chain::from_parts(
+            layers,
+            self.items,
+            self.error,
+            self.expansion,
+            self.params,
+        ))
+    }
 }
 
 /// A decoded header of either kind.
@@ -91,10 +139,7 @@ pub enum Header {
 impl Header {
     /// Each layer's bit array length in bytes.
     pub fn layer_lengths(&self) -> Vec<u64> {
-        match self {
-            Header::Blocked(h) => h.layers.iter().map(|l| l.geometry.bytes()).collect(),
-            Header::Classic(h) => h.layers.iter().map(ClassicMeta::bytes).collect(),
-        }
+        dispatch!(self, Header, h => h.layer_lengths())
     }
 
     /// Bytes of all bit arrays together (the decoders refused overflowing totals).
@@ -104,9 +149,7 @@ impl Header {
 
     /// Memory the filter will take once built, as `ScalableFilter::memory_usage` counts it.
     pub fn memory_bytes(&self) -> u64 {
-        let lengths = self.layer_lengths();
-        let classic = matches!(self, Header::Classic(_));
-        ScalableFilter::modelled_bytes(classic, lengths.len(), lengths)
+        dispatch!(self, Header, h => h.memory_bytes())
     }
 }
 
@@ -118,61 +161,95 @@ pub fn is_layerbloom_header(bytes: &[u8]) -> bool {
 /// Encodes a filter's `BF.SCANDUMP` header: layerbloom's for a blocked filter, RedisBloom's
 /// for a classic one.
 pub fn encode_header(filter: &ScalableFilter) -> Vec<u8> {
-    match filter.layers() {
-        Layers::Blocked(layers) => encode_blocked_header(filter, layers),
-        Layers::Classic {
-            options,
-            growth,
-            layers,
-        } => encode_classic_header(filter.items(), *options, *growth, layers),
+    dispatch!(filter, ScalableFilter, c => LayerCodec::encode_header(c))
+}
+
+impl LayerCodec for BlockedLayer {
+    const RDB_PREFIX: &'static [u8] = b"";
+    type Partial = Vec<Block>;
+
+    fn encode_header(chain: &Chain<Self>) -> Vec<u8> {
+        let layers = chain.layers();
+        let mut out = Vec::with_capacity(CHAIN_BYTES + LAYER_BYTES * layers.len());
+        out.extend_from_slice(&MAGIC);
+        out.push(FORMAT_VERSION);
+        out.extend_from_slice(&[0; 3]);
+        out.extend_from_slice(&chain.expansion_raw().to_le_bytes());
+        out.extend_from_slice(&chain.error().to_le_bytes());
+        out.extend_from_slice(&chain.items().to_le_bytes());
+        out.extend_from_slice(&(layers.len() as u32).to_le_bytes());
+        for layer in layers {
+            let m = layer.meta();
+            out.extend_from_slice(&m.capacity.to_le_bytes());
+            out.extend_from_slice(&m.error.to_le_bytes());
+            out.extend_from_slice(&m.items.to_le_bytes());
+            out.extend_from_slice(&m.geometry.blocks.to_le_bytes());
+            out.push(m.geometry.blocks_per_item as u8);
+            out.push(m.geometry.hashes_per_block as u8);
+            out.extend_from_slice(&[0; 6]);
+        }
+        out
+    }
+
+    fn zeroed(meta: LayerMeta) -> Result<Self, FilterError> {
+        BlockedLayer::zeroed_with_meta(meta)
+    }
+
+    fn extend(blocks: &mut Vec<Block>, piece: &[u8], total: usize) -> Result<(), FilterError> {
+        let block = BLOCK_BYTES as usize;
+        let before = blocks.capacity();
+        grow_toward(blocks, blocks.len() + piece.len() / block, total / block)?;
+        if blocks.capacity() != before {
+            crate::bloom::blocked::advise_huge_pages(blocks);
+        }
+        crate::bloom::blocked::extend_from_bytes(blocks, piece);
+        Ok(())
+    }
+
+    fn finish(meta: LayerMeta, blocks: Vec<Block>) -> Self {
+        BlockedLayer::from_parts(meta, blocks)
     }
 }
 
-fn encode_blocked_header(filter: &ScalableFilter, layers: &[BlockedLayer]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(CHAIN_BYTES + LAYER_BYTES * layers.len());
-    out.extend_from_slice(&MAGIC);
-    out.push(FORMAT_VERSION);
-    out.extend_from_slice(&[0; 3]);
-    out.extend_from_slice(&filter.expansion_raw().to_le_bytes());
-    out.extend_from_slice(&filter.error().to_le_bytes());
-    out.extend_from_slice(&filter.items().to_le_bytes());
-    out.extend_from_slice(&(layers.len() as u32).to_le_bytes());
-    for layer in layers {
-        let m = layer.meta();
-        out.extend_from_slice(&m.capacity.to_le_bytes());
-        out.extend_from_slice(&m.error.to_le_bytes());
-        out.extend_from_slice(&m.items.to_le_bytes());
-        out.extend_from_slice(&m.geometry.blocks.to_le_bytes());
-        out.push(m.geometry.blocks_per_item as u8);
-        out.push(m.geometry.hashes_per_block as u8);
-        out.extend_from_slice(&[0; 6]);
-    }
-    out
-}
+impl LayerCodec for ClassicLayer {
+    const RDB_PREFIX: &'static [u8] = &CLASSIC_MAGIC;
+    type Partial = Vec<u8>;
 
-fn encode_classic_header(
-    items: u64,
-    options: u32,
-    growth: u32,
-    layers: &[ClassicLayer],
-) -> Vec<u8> {
-    let mut out = Vec::with_capacity(RB_CHAIN_BYTES + RB_LAYER_BYTES * layers.len());
-    out.extend_from_slice(&items.to_le_bytes());
-    out.extend_from_slice(&(layers.len() as u32).to_le_bytes());
-    out.extend_from_slice(&options.to_le_bytes());
-    out.extend_from_slice(&growth.to_le_bytes());
-    for layer in layers {
-        let m = layer.meta();
-        out.extend_from_slice(&m.bytes().to_le_bytes());
-        out.extend_from_slice(&m.bits.to_le_bytes());
-        out.extend_from_slice(&m.size.to_le_bytes());
-        out.extend_from_slice(&m.error.to_le_bytes());
-        out.extend_from_slice(&m.bpe.to_le_bytes());
-        out.extend_from_slice(&m.hashes.to_le_bytes());
-        out.extend_from_slice(&m.entries.to_le_bytes());
-        out.push(m.n2);
+    fn encode_header(chain: &Chain<Self>) -> Vec<u8> {
+        let layers = chain.layers();
+        let params = chain.params();
+        let mut out = Vec::with_capacity(RB_CHAIN_BYTES + RB_LAYER_BYTES * layers.len());
+        out.extend_from_slice(&chain.items().to_le_bytes());
+        out.extend_from_slice(&(layers.len() as u32).to_le_bytes());
+        out.extend_from_slice(&params.options.to_le_bytes());
+        out.extend_from_slice(&params.growth.to_le_bytes());
+        for layer in layers {
+            let m = layer.meta();
+            out.extend_from_slice(&m.bytes().to_le_bytes());
+            out.extend_from_slice(&m.bits.to_le_bytes());
+            out.extend_from_slice(&m.size.to_le_bytes());
+            out.extend_from_slice(&m.error.to_le_bytes());
+            out.extend_from_slice(&m.bpe.to_le_bytes());
+            out.extend_from_slice(&m.hashes.to_le_bytes());
+            out.extend_from_slice(&m.entries.to_le_bytes());
+            out.push(m.n2);
+        }
+        out
     }
-    out
+
+    fn zeroed(meta: ClassicMeta) -> Result<Self, FilterError> {
+        ClassicLayer::zeroed_with_meta(meta)
+    }
+
+    fn extend(bytes: &mut Vec<u8>, piece: &[u8], total: usize) -> Result<(), FilterError> {
+        grow_toward(bytes, bytes.len() + piece.len(), total)?;
+        bytes.extend_from_slice(piece);
+        Ok(())
+    }
+
+    fn finish(meta: ClassicMeta, bytes: Vec<u8>) -> Self {
+        ClassicLayer::from_parts(meta, bytes)
+    }
 }
 
 fn is_rate(x: f64) -> bool {
@@ -277,6 +354,7 @@ pub fn decode_blocked_header(
         items,
         error,
         expansion,
+        params: (),
         layers,
     })
 }
@@ -380,11 +458,13 @@ pub fn decode_classic_header(
         layers.push(meta);
     }
     let warnings = check_classic_chain(items, options, &layers, strictness)?;
+    let params = ClassicParams { options, growth };
     Ok((
         ClassicHeader {
             items,
-            options,
-            growth,
+            error: params.chain_error(layers[0].error),
+            expansion: params.expansion(),
+            params,
             layers,
         },
         warnings,
@@ -402,22 +482,7 @@ pub fn filter_from_header(header: &Header, max_bytes: u64) -> Result<ScalableFil
         }
         .into());
     }
-    Ok(match header {
-        Header::Blocked(h) => {
-            let mut layers = try_vec(h.layers.len())?;
-            for meta in &h.layers {
-                layers.push(BlockedLayer::zeroed_with_meta(*meta)?);
-            }
-            ScalableFilter::from_blocked(layers, h.items, h.error, h.expansion)
-        }
-        Header::Classic(h) => {
-            let mut layers = try_vec(h.layers.len())?;
-            for meta in &h.layers {
-                layers.push(ClassicLayer::zeroed_with_meta(*meta)?);
-            }
-            ScalableFilter::from_classic(layers, h.items, h.options, h.growth)
-        }
-    })
+    Ok(dispatch!(header, Header => ScalableFilter, h => h.zeroed_chain()?))
 }
 
 /// The `BF.SCANDUMP` chunk after iterator `it` (>= 1): `(next iterator, bytes)`, or
@@ -457,16 +522,15 @@ pub fn load_chunk(filter: &mut ScalableFilter, it: i64, data: &[u8]) -> Result<(
     Ok(())
 }
 
-/// The header string of layerbloom's RDB value for a filter.
+/// The header string of layerbloom's RDB value for a filter: its `BF.SCANDUMP` header, after
+/// the kind's prefix.
 pub fn encode_rdb_header(filter: &ScalableFilter) -> Vec<u8> {
-    match filter.layers() {
-        Layers::Blocked(_) => encode_header(filter),
-        Layers::Classic { .. } => {
-            let mut out = CLASSIC_MAGIC.to_vec();
-            out.extend_from_slice(&encode_header(filter));
-            out
-        }
+    fn of<L: LayerCodec>(chain: &Chain<L>) -> Vec<u8> {
+        let mut out = L::RDB_PREFIX.to_vec();
+        out.extend_from_slice(&L::encode_header(chain));
+        out
     }
+    dispatch!(filter, ScalableFilter, c => of(c))
 }
 
 /// Decodes the header string of layerbloom's RDB value.
@@ -490,62 +554,69 @@ pub fn rdb_pieces(filter: &ScalableFilter) -> Vec<&[u8]> {
         .collect()
 }
 
-/// A layer's bits while its pieces arrive.
-enum Partial {
-    Blocked(Vec<Block>),
-    Classic(Vec<u8>),
-}
-
 /// Rebuilds a filter from an RDB value: the header, then its pieces one at a time. Memory
 /// grows with the pieces actually read, so a header that lies about its size costs no more
 /// than the data behind it.
-pub struct FilterLoader {
-    header: Header,
+pub struct FilterLoader(Loading);
+
+/// A loader of either kind.
+enum Loading {
+    Blocked(ChainLoader<BlockedLayer>),
+    Classic(ChainLoader<ClassicLayer>),
+}
+
+/// A chain's layers, the ones read whole and the one whose pieces are arriving.
+struct ChainLoader<L: LayerCodec> {
+    header: ChainHeader<L>,
     lengths: Vec<u64>,
-    blocked: Vec<BlockedLayer>,
-    classic: Vec<ClassicLayer>,
-    current: Partial,
+    layers: Vec<L>,
+    current: L::Partial,
     current_len: u64,
 }
 
 impl FilterLoader {
     /// Starts from a decoded header.
     pub fn new(header: Header) -> Result<Self, CodecError> {
-        let lengths = header.layer_lengths();
-        let (blocked, classic, current) = match &header {
-            Header::Blocked(h) => (
-                try_vec(h.layers.len())?,
-                Vec::new(),
-                Partial::Blocked(Vec::new()),
-            ),
-            Header::Classic(h) => (
-                Vec::new(),
-                try_vec(h.layers.len())?,
-                Partial::Classic(Vec::new()),
-            ),
-        };
-        Ok(FilterLoader {
-            header,
-            lengths,
-            blocked,
-            classic,
-            current,
-            current_len: 0,
-        })
-    }
-
-    fn done_layers(&self) -> usize {
-        self.blocked.len() + self.classic.len()
+        Ok(FilterLoader(
+            dispatch!(header, Header => Loading, h => ChainLoader::new(h)?),
+        ))
     }
 
     /// The length the next piece must have, or `None` when every piece has been read.
     pub fn next_piece_len(&self) -> Option<usize> {
-        let total = *self.lengths.get(self.done_layers())?;
-        Some((total - self.current_len).min(RDB_PIECE_BYTES as u64) as usize)
+        dispatch!(&self.0, Loading, l => l.next_piece_len())
     }
 
     /// Takes the next piece, which must have exactly `next_piece_len()` bytes.
     pub fn push_piece(&mut self, piece: &[u8]) -> Result<(), CodecError> {
+        dispatch!(&mut self.0, Loading, l => l.push_piece(piece))
+    }
+
+    /// The filter, once every piece has been read.
+    pub fn finish(self) -> Result<ScalableFilter, CodecError> {
+        Ok(dispatch!(self.0, Loading => ScalableFilter, l => l.finish()?))
+    }
+}
+
+impl<L: LayerCodec> ChainLoader<L> {
+    fn new(header: ChainHeader<L>) -> Result<Self, CodecError> {
+        let lengths = header.layer_lengths();
+        let layers = try_vec(header.layers.len())?;
+        Ok(ChainLoader {
+            header,
+            lengths,
+            layers,
+            current: L::Partial::default(),
+            current_len: 0,
+        })
+    }
+
+    fn next_piece_len(&self) -> Option<usize> {
+        let total = *self.lengths.get(self.layers.len())?;
+        Some((total - self.current_len).min(RDB_PIECE_BYTES as u64) as usize)
+    }
+
+    fn push_piece(&mut self, piece: &[u8]) -> Result<(), CodecError> {
         let expected = self
             .next_piece_len()
             .ok_or(CodecError::BadData("more pieces than layers"))?;
@@ -554,56 +625,31 @@ impl FilterLoader {
                 "piece length does not match the header",
             ));
         }
-        let index = self.done_layers();
+        let index = self.layers.len();
         let total = self.lengths[index] as usize;
-        match &mut self.current {
-            Partial::Blocked(blocks) => {
-                let block = BLOCK_BYTES as usize;
-                let before = blocks.capacity();
-                grow_toward(blocks, blocks.len() + piece.len() / block, total / block)?;
-                if blocks.capacity() != before {
-                    crate::bloom::blocked::advise_huge_pages(blocks);
-                }
-                crate::bloom::blocked::extend_from_bytes(blocks, piece);
-            }
-            Partial::Classic(bytes) => {
-                grow_toward(bytes, bytes.len() + piece.len(), total)?;
-                bytes.extend_from_slice(piece);
-            }
-        }
+        L::extend(&mut self.current, piece, total)?;
         self.current_len += piece.len() as u64;
         if self.current_len == total as u64 {
             self.current_len = 0;
-            match (&self.header, &mut self.current) {
-                (Header::Blocked(h), Partial::Blocked(blocks)) => {
-                    let blocks = std::mem::take(blocks);
-                    self.blocked
-                        .push(BlockedLayer::from_parts(h.layers[index], blocks));
-                }
-                (Header::Classic(h), Partial::Classic(bytes)) => {
-                    let bytes = std::mem::take(bytes);
-                    self.classic
-                        .push(ClassicLayer::from_parts(h.layers[index], bytes));
-                }
-                _ => unreachable!("the partial layer matches the header's kind"),
-            }
+            let bits = std::mem::take(&mut self.current);
+            // Within the room reserved for the header's layer count.
+            self.layers.push(L::finish(self.header.layers[index], bits));
         }
         Ok(())
     }
 
-    /// The filter, once every piece has been read.
-    pub fn finish(self) -> Result<ScalableFilter, CodecError> {
+    fn finish(self) -> Result<Chain<L>, CodecError> {
         if self.next_piece_len().is_some() {
             return Err(CodecError::BadData("value ends before its last piece"));
         }
-        Ok(match self.header {
-            Header::Blocked(h) => {
-                ScalableFilter::from_blocked(self.blocked, h.items, h.error, h.expansion)
-            }
-            Header::Classic(h) => {
-                ScalableFilter::from_classic(self.classic, h.items, h.options, h.growth)
-            }
-        })
+        let h = self.header;
+        Ok(Chain::from_parts(
+            self.layers,
+            h.items,
+            h.error,
+            h.expansion,
+            h.params,
+        ))
     }
 }
 
@@ -731,16 +777,16 @@ pub fn decode_redisbloom_value_within<S: RdbSource>(
         metas.push(meta);
     }
     let warnings = check_classic_chain(items, options, &metas, Strictness::Rdb)?;
-    Ok((
-        ScalableFilter::from_classic(layers, items, options, growth),
-        warnings,
-    ))
+    let params = ClassicParams { options, growth };
+    let error = params.chain_error(metas[0].error);
+    let chain = Chain::from_parts(layers, items, error, params.expansion(), params);
+    Ok((ScalableFilter::Classic(chain), warnings))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bloom::chain::{FilterSpec, Layout};
+    use crate::bloom::filter::{FilterSpec, Layout};
 
     fn filled_with(spec: FilterSpec, n: u64) -> ScalableFilter {
         let mut f = ScalableFilter::new(spec, u64::MAX).unwrap();
@@ -1162,19 +1208,15 @@ mod tests {
 
     /// The encver-4 fields of a classic filter, as RedisBloom saves them.
     fn v4_fields(f: &ScalableFilter) -> Vec<Field> {
-        let Layers::Classic {
-            options,
-            growth,
-            layers,
-        } = f.layers()
-        else {
+        let ScalableFilter::Classic(c) = f else {
             panic!("classic")
         };
+        let (layers, params) = (c.layers(), c.params());
         let mut out = vec![
             Field::U(f.items()),
             Field::U(layers.len() as u64),
-            Field::U(u64::from(*options)),
-            Field::U(u64::from(*growth)),
+            Field::U(u64::from(params.options)),
+            Field::U(u64::from(params.growth)),
         ];
         for l in layers {
             let m = l.meta();
