@@ -3,7 +3,8 @@
 //!
 //! Everything a filter does is the chain's (`Chain<L>`, generic over the kind of layer);
 //! `dispatch!` forwards each call to the chain the filter holds. It is the only match on the
-//! kind of a filter, so a new kind of layer is one line of it and one variant below.
+//! kind of a filter, so a new kind of layer is a line in each of its arms and a variant below
+//! (and in the codec's `Header` and loader).
 
 use crate::bloom::blocked::BlockedLayer;
 use crate::bloom::chain::{Chain, TIGHTENING};
