@@ -22,7 +22,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use layerbloom_filter::{codec, FilterSpec, Layout, ScalableFilter};
+use layerbloom_filter::{bloom::codec, FilterSpec, Layout, ScalableFilter};
 
 struct Options {
     items: u64,

@@ -5,8 +5,8 @@
 use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use layerbloom_filter::chain::MAX_LAYERS;
-use layerbloom_filter::codec::{self, CodecError, FilterLoader, RdbSource};
+use layerbloom_filter::bloom::chain::MAX_LAYERS;
+use layerbloom_filter::bloom::codec::{self, CodecError, FilterLoader, RdbSource};
 use layerbloom_filter::ScalableFilter;
 use redis_module::{native_types::RedisType, raw, ContextFlags};
 
@@ -73,31 +73,22 @@ unsafe fn filter<'a>(value: *mut c_void) -> &'a ScalableFilter {
 /// `BF.INFO` report. `filter` must be the value stored under a key (a `Box` made by this
 /// module).
 pub fn allocated_bytes(filter: &ScalableFilter) -> u64 {
-    use layerbloom_filter::{BlockedLayer, ClassicLayer, Layers};
-    use std::mem::align_of;
-    let (table, table_align) = match filter.layers() {
-        Layers::Blocked(l) => (l.as_ptr().cast::<u8>(), align_of::<BlockedLayer>()),
-        Layers::Classic { layers, .. } => {
-            (layers.as_ptr().cast::<u8>(), align_of::<ClassicLayer>())
-        }
-    };
-    let bits_align = if filter.is_classic() { 1 } else { 64 };
-    // SAFETY: the filter, its non-empty layer table and every layer's non-empty bit array
-    // were allocated by the module's allocator with these alignments and are alive while
-    // borrowed.
-    let sizes = unsafe {
-        let mut total = crate::alloc::allocated_size(
+    // SAFETY: `filter` is the contents of a `Box` this module made, so the module's (global)
+    // allocator gave it its block with the type's alignment, alive while borrowed.
+    let mut total = unsafe {
+        crate::alloc::allocated_size(
             std::ptr::from_ref(filter).cast(),
-            align_of::<ScalableFilter>(),
-        );
-        total = total.and_then(|t| Some(t + crate::alloc::allocated_size(table, table_align)?));
-        for bytes in filter.layer_bytes() {
-            total = total
-                .and_then(|t| Some(t + crate::alloc::allocated_size(bytes.as_ptr(), bits_align)?));
-        }
-        total
+            std::mem::align_of::<ScalableFilter>(),
+        )
     };
-    sizes.map_or_else(|| filter.memory_usage(), |t| t as u64)
+    filter.allocations(|a| {
+        // SAFETY: an `Allocation` is a live block of the global allocator (`ModuleAlloc`),
+        // requested with exactly this alignment, alive while the filter is borrowed (its
+        // invariant).
+        let size = unsafe { crate::alloc::allocated_size(a.ptr().as_ptr(), a.align()) };
+        total = total.and_then(|t| Some(t + size?));
+    });
+    total.map_or_else(|| filter.memory_usage(), |t| t as u64)
 }
 
 const UNREADABLE: &str = "the value is truncated or unreadable";

@@ -1,7 +1,7 @@
 //! Every error text a client can see, in one place. Several of RedisBloom's texts have no
 //! `ERR ` prefix; clients match on them, so they are reproduced exactly.
 
-use layerbloom_filter::codec::CodecError;
+use layerbloom_filter::bloom::codec::CodecError;
 use layerbloom_filter::FilterError;
 
 /// An error reply of a BF command. `Display` is the exact text sent to the client.
@@ -61,7 +61,7 @@ pub enum BfError {
     CouldNotCreate,
     #[error("ERR problem inserting into filter")]
     InsertProblem,
-    /// Growth refused: the filter has `layerbloom_filter::chain::MAX_LAYERS` layers.
+    /// Growth refused: the filter has `layerbloom_filter::bloom::chain::MAX_LAYERS` layers.
     #[error(
         "ERR problem inserting into filter: the filter has reached its maximum of {limit} layers"
     )]

@@ -67,9 +67,9 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     // the default filter's whole ladder of layer rates now, while the server loads, rather
     // than inside the first command that creates, grows or reports on such a filter.
     let mut rate = config::default_spec().first_layer_error();
-    while rate >= layerbloom_filter::sizing::MIN_SIZING_ERROR / 2.0 {
-        let _ = layerbloom_filter::sizing::shape_for(rate);
-        rate *= layerbloom_filter::chain::TIGHTENING;
+    while rate >= layerbloom_filter::bloom::sizing::MIN_SIZING_ERROR / 2.0 {
+        let _ = layerbloom_filter::bloom::sizing::shape_for(rate);
+        rate *= layerbloom_filter::bloom::chain::TIGHTENING;
     }
     log::notice(
         Some(ctx),

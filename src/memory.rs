@@ -9,9 +9,9 @@
 //! loading) are never refused: a replica builds what its primary accepted. Adds that cannot
 //! grow the filter (its newest layer has room for all their items) skip the check.
 
-use layerbloom_filter::chain::MAX_LAYERS;
-use layerbloom_filter::codec::CodecError;
-use layerbloom_filter::{FilterError, Layers, ScalableFilter};
+use layerbloom_filter::bloom::chain::MAX_LAYERS;
+use layerbloom_filter::bloom::codec::CodecError;
+use layerbloom_filter::{FilterError, ScalableFilter};
 use redis_module::ContextFlags;
 
 use crate::error::BfError;
@@ -123,11 +123,7 @@ fn may_grow(filter: &ScalableFilter, items: usize) -> bool {
     if filter.expansion().is_none() || filter.layer_count() >= MAX_LAYERS {
         return false;
     }
-    let (capacity, held) = match filter.layers() {
-        Layers::Blocked(l) => l.last().map_or((0, 0), |l| (l.capacity(), l.items())),
-        Layers::Classic { layers, .. } => layers
-            .last()
-            .map_or((0, 0), |l| (l.meta().entries, l.meta().size)),
-    };
+    let newest = filter.layer_count().saturating_sub(1);
+    let (held, capacity) = filter.layer_load(newest).unwrap_or((0, 0));
     capacity.saturating_sub(held) < items as u64
 }

@@ -31,7 +31,7 @@
 
 use std::ffi::{c_int, CStr};
 
-use layerbloom_filter::health::{self, LoadMark};
+use layerbloom_filter::bloom::health::{self, LoadMark};
 use layerbloom_filter::{FilterError, ScalableFilter};
 use redis_module::{raw, Context, ContextFlags, RedisString};
 

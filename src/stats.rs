@@ -20,7 +20,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use layerbloom_filter::{health, ScalableFilter};
+use layerbloom_filter::{bloom::health, ScalableFilter};
 use redis_module::raw;
 
 use crate::config;

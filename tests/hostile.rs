@@ -167,7 +167,7 @@ fn parse_payload(bytes: &[u8]) -> Payload {
 }
 
 // =============================================================================================
-// layerbloom's header, format version 1 (filter/src/codec.rs).
+// layerbloom's header, format version 1 (filter/src/bloom/codec.rs).
 // =============================================================================================
 
 mod v1 {

@@ -11,7 +11,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use layerbloom_filter::sizing::classic_bits_per_item;
+use layerbloom_filter::bloom::sizing::classic_bits_per_item;
 use layerbloom_filter::{FilterSpec, Layout, ScalableFilter};
 
 fn env<T: std::str::FromStr>(name: &str, default: T) -> T {

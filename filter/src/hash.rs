@@ -8,7 +8,7 @@
 use xxhash_rust::xxh3::xxh3_128;
 
 /// The 128-bit hash of one item.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ItemHash {
     /// Chooses the blocks an item lives in.
     pub lo: u64,

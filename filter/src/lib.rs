@@ -4,20 +4,19 @@
 //! directly.
 
 pub mod bits;
-pub mod blocked;
-pub mod chain;
-pub mod classic;
-pub mod codec;
+pub mod bloom;
 pub mod error;
+mod fallible;
 pub mod footprint;
+pub mod format;
 pub mod hash;
-pub mod health;
-pub mod sizing;
 mod zeroed;
 
-pub use blocked::{BlockedLayer, LayerMeta};
-pub use chain::{FilterSpec, Layers, Layout, ScalableFilter};
-pub use classic::{ClassicLayer, ClassicMeta};
+pub use bloom::blocked::{BlockedLayer, LayerMeta};
+pub use bloom::chain::Chain;
+pub use bloom::classic::{ClassicLayer, ClassicMeta, ClassicParams};
+pub use bloom::filter::{FilterSpec, Layout, ScalableFilter};
+pub use bloom::layer::{Allocation, Layer, LayerSummary};
+pub use bloom::sizing::{Geometry, SizingError};
 pub use error::FilterError;
 pub use hash::ItemHash;
-pub use sizing::{Geometry, SizingError};

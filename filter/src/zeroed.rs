@@ -16,8 +16,6 @@ pub(crate) unsafe trait Zeroable: Sized {}
 
 // SAFETY: zero is a valid `u8`.
 unsafe impl Zeroable for u8 {}
-// SAFETY: a `Block` is eight `u64` words and nothing else; all-zero is the empty block.
-unsafe impl Zeroable for crate::blocked::Block {}
 
 /// A vector of `len` zero values, or an error when the allocator refuses the memory.
 pub(crate) fn try_zeroed_vec<T: Zeroable>(len: u64) -> Result<Vec<T>, FilterError> {
@@ -43,7 +41,7 @@ pub(crate) fn try_zeroed_vec<T: Zeroable>(len: u64) -> Result<Vec<T>, FilterErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::blocked::Block;
+    use crate::bloom::blocked::Block;
 
     #[test]
     fn zeroed_vectors_have_exactly_the_asked_length_and_only_zeros() {

@@ -10,7 +10,7 @@ use crate::number::{parse_f64, parse_i64};
 /// Largest capacity a filter may be created with.
 pub const MAX_CAPACITY: u64 = 1 << 30;
 /// Largest expansion factor.
-pub const MAX_EXPANSION: u32 = layerbloom_filter::codec::MAX_EXPANSION;
+pub const MAX_EXPANSION: u32 = layerbloom_filter::bloom::codec::MAX_EXPANSION;
 /// Error rates above this are lowered to it when a filter is created (RedisBloom's behaviour).
 pub const MAX_ERROR_RATE: f64 = 0.25;
 

@@ -8,10 +8,9 @@
 //! after, as RedisBloom does: a missing key or a key of another type is the error a client
 //! sees before a bad argument (the oracle tests pin the order).
 
-use layerbloom_filter::classic::format_g;
-use layerbloom_filter::codec;
-use layerbloom_filter::health;
-use layerbloom_filter::{FilterError, FilterSpec, Layers, Layout, ScalableFilter};
+use layerbloom_filter::bloom::codec;
+use layerbloom_filter::bloom::health;
+use layerbloom_filter::{FilterError, FilterSpec, Layout, ScalableFilter};
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{Context, ContextFlags, KeyType, RedisString};
 
@@ -299,7 +298,6 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
     // Walked only for the figures that need every layer.
     let summaries = std::cell::OnceCell::new();
     let layers = || summaries.get_or_init(|| filter.layer_summaries());
-    let classic = filter.is_classic();
     let reply = Reply::new(ctx);
     let count = |n: u64| reply.int(i64::try_from(n).unwrap_or(i64::MAX));
     let value = |field: InfoField| match field {
@@ -314,7 +312,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
         InfoField::ErrorRate => reply.double(filter.error()),
         InfoField::FillRatio => reply.double(layers().last().map_or(0.0, health::fill_ratio)),
         InfoField::EstimatedFpr => reply.double(health::estimated_fpr(filter)),
-        InfoField::EstimatedDistinct => count(health::distinct_items(layers(), classic)),
+        InfoField::EstimatedDistinct => count(health::estimated_distinct(filter)),
         InfoField::MaxCapacity => count(health::max_capacity(filter, config::max_filter_memory())),
     };
     let fields: &[InfoField] = match request {
@@ -359,25 +357,7 @@ pub fn debug(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key(&args[1]);
     let filter = read_filter(&key)?.ok_or(BfError::NotFound)?;
     let mut lines = vec![format!("size:{}", filter.items())];
-    match filter.layers() {
-        Layers::Classic { layers, .. } => {
-            let width = filter.classic_hash_width().unwrap_or(64);
-            lines.extend(layers.iter().map(|l| l.debug_line(width)));
-        }
-        Layers::Blocked(layers) => lines.extend(layers.iter().map(|l| {
-            let m = l.meta();
-            format!(
-                "bytes:{} blocks:{} blocksperitem:{} bitsperblock:{} capacity:{} size:{} ratio:{}",
-                m.geometry.bytes(),
-                m.geometry.blocks,
-                m.geometry.blocks_per_item,
-                m.geometry.hashes_per_block,
-                m.capacity,
-                m.items,
-                format_g(m.error)
-            )
-        })),
-    }
+    lines.extend(filter.debug_lines());
     let reply = Reply::new(ctx);
     reply.array(lines.len());
     for line in &lines {

@@ -5,7 +5,7 @@
 
 #![no_main]
 
-use layerbloom_filter::codec::{self, FilterLoader};
+use layerbloom_filter::bloom::codec::{self, FilterLoader};
 use layerbloom_fuzz::{exercise, Input};
 use libfuzzer_sys::fuzz_target;
 

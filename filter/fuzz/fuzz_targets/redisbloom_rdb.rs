@@ -7,7 +7,7 @@
 
 #![no_main]
 
-use layerbloom_filter::codec::{self, CodecError, RdbSource};
+use layerbloom_filter::bloom::codec::{self, CodecError, RdbSource};
 use layerbloom_fuzz::{exercise, Input};
 use libfuzzer_sys::fuzz_target;
 

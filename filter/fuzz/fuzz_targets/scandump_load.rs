@@ -9,7 +9,7 @@
 
 #![no_main]
 
-use layerbloom_filter::codec;
+use layerbloom_filter::bloom::codec;
 use layerbloom_fuzz::{exercise, Input};
 use libfuzzer_sys::fuzz_target;
 

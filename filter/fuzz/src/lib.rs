@@ -7,8 +7,8 @@
 //! (the same filter comes back), and walked with SCANDUMP (chunks of at most 16 MiB that
 //! never cross a layer, and that LOADCHUNK rebuilds the filter from).
 
-use layerbloom_filter::codec::{self, Strictness, MAX_CHUNK_BYTES};
-use layerbloom_filter::{Layers, ScalableFilter};
+use layerbloom_filter::bloom::codec::{self, Strictness, MAX_CHUNK_BYTES};
+use layerbloom_filter::ScalableFilter;
 
 /// Memory bound for anything built from fuzz input: the filters' growth and the headers that
 /// `filter_from_header` allocates zeroed.
@@ -157,21 +157,22 @@ pub fn round_trips(filter: &ScalableFilter) {
     );
 
     let scandump_header = codec::encode_header(filter);
-    let decoded = match filter.layers() {
+    let decoded = if filter.is_classic() {
         // RedisBloom's RDB loader tolerates values its LOADCHUNK refuses (an item total that
         // differs from the layers' sum, unknown option bits): only those may fail here.
-        Layers::Classic { .. } => match codec::decode_header(&scandump_header) {
+        match codec::decode_header(&scandump_header) {
             Ok(h) => Some(h),
             Err(_) => {
                 codec::decode_classic_header(&scandump_header, Strictness::Rdb)
                     .expect("a classic filter's own header decodes leniently");
                 None
             }
-        },
-        Layers::Blocked(_) => Some(
+        }
+    } else {
+        Some(
             codec::decode_header(&scandump_header)
                 .unwrap_or_else(|e| panic!("a filter's own SCANDUMP header is refused: {e}")),
-        ),
+        )
     };
     if let Some(h) = decoded {
         let mut rebuilt = codec::filter_from_header(&h, u64::MAX).expect("header of a real filter");
@@ -189,7 +190,7 @@ mod seeds {
     use std::fs;
     use std::path::{Path, PathBuf};
 
-    use layerbloom_filter::codec;
+    use layerbloom_filter::bloom::codec;
     use layerbloom_filter::{FilterSpec, Layout, ScalableFilter};
 
     fn dir(target: &str) -> PathBuf {
@@ -263,17 +264,13 @@ mod seeds {
             fs::write(dir("scandump_load").join(name), &v).unwrap();
 
             // redisbloom_rdb: a classic filter's fields at encoding version 4.
-            if let layerbloom_filter::Layers::Classic {
-                options,
-                growth,
-                layers,
-            } = f.layers()
-            {
+            if let ScalableFilter::Classic(c) = &f {
+                let (layers, params) = (c.layers(), c.params());
                 let mut v = vec![4 + 2];
                 varint(&mut v, f.items());
                 varint(&mut v, layers.len() as u64);
-                varint(&mut v, u64::from(*options));
-                varint(&mut v, u64::from(*growth));
+                varint(&mut v, u64::from(params.options));
+                varint(&mut v, u64::from(params.growth));
                 for l in layers {
                     let m = l.meta();
                     varint(&mut v, m.entries);

@@ -39,11 +39,20 @@
 //! Every decoder treats its input as hostile: lengths, counts and offsets are checked against
 //! the bytes actually present before anything is allocated or indexed.
 
-use crate::blocked::{Block, BlockedLayer, LayerMeta};
-use crate::chain::{try_vec, Layers, ScalableFilter, MAX_LAYERS};
-use crate::classic::{zeroed_bytes, ClassicLayer, ClassicMeta, KNOWN_OPTIONS};
+use crate::bloom::blocked::{Block, BlockedLayer, LayerMeta};
+use crate::bloom::chain::{Chain, MAX_LAYERS};
+use crate::bloom::classic::{
+    zeroed_bytes, ClassicLayer, ClassicMeta, ClassicParams, KNOWN_OPTIONS,
+};
+use crate::bloom::filter::{dispatch, ScalableFilter};
+use crate::bloom::layer::{Layer, LayerPlan};
+use crate::bloom::sizing::{Geometry, BLOCK_BYTES};
 use crate::error::FilterError;
-use crate::sizing::{Geometry, BLOCK_BYTES};
+use crate::fallible::{grow_toward, try_vec};
+use crate::format::{add_bytes, Reader};
+pub use crate::format::{
+    CodecError, RdbSource, Strictness, Warning, MAX_CHUNK_BYTES, RDB_PIECE_BYTES,
+};
 
 /// First bytes of every layerbloom (blocked) header.
 pub const MAGIC: [u8; 8] = *b"LAYERBLM";
@@ -53,49 +62,71 @@ pub const CLASSIC_MAGIC: [u8; 8] = *b"LBCLASSC";
 pub const FORMAT_VERSION: u8 = 1;
 /// Largest expansion factor a new filter may have (RedisBloom's bound).
 pub const MAX_EXPANSION: u32 = 32768;
-/// Largest `BF.SCANDUMP` chunk.
-pub const MAX_CHUNK_BYTES: usize = 16 * 1024 * 1024;
-/// Largest piece of a bit array in an RDB value.
-pub const RDB_PIECE_BYTES: usize = 64 * 1024 * 1024;
-
 const CHAIN_BYTES: usize = 36;
 const LAYER_BYTES: usize = 40;
 const RB_CHAIN_BYTES: usize = 20;
 const RB_LAYER_BYTES: usize = 53;
 
-/// Why bytes could not be decoded or applied.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum CodecError {
-    /// Not a header, or one with impossible or inconsistent fields.
-    #[error("bad data: {0}")]
-    BadData(&'static str),
-    /// A chunk whose offset lies outside every layer.
-    #[error("invalid offset - no link found")]
-    NoLink,
-    /// A chunk that starts inside a layer and runs past its end.
-    #[error("invalid chunk - Too big for current filter")]
-    TooBig,
-    /// The data describes a filter that cannot be built here.
-    #[error(transparent)]
-    Filter(#[from] FilterError),
+/// How a kind of layer is persisted, beyond what its chain's header says.
+pub trait LayerCodec: Layer {
+    /// What precedes its header in layerbloom's RDB values (nothing: the header's own magic
+    /// tells it apart).
+    const RDB_PREFIX: &'static [u8];
+    /// A layer's bits while the pieces of an RDB value arrive.
+    type Partial: Default;
+
+    /// The chain's `BF.SCANDUMP` header.
+    fn encode_header(chain: &Chain<Self>) -> Vec<u8>;
+    /// A layer of persisted metadata whose bits are all zero (a `BF.LOADCHUNK` header's, to be
+    /// filled by chunks).
+    fn zeroed(meta: Self::Meta) -> Result<Self, FilterError>;
+    /// Appends a piece of a layer of `total` bytes, reserving room as `grow_toward` says.
+    fn extend(partial: &mut Self::Partial, piece: &[u8], total: usize) -> Result<(), FilterError>;
+    /// The layer, once every byte of it has arrived; its set bits are counted, not trusted.
+    fn finish(meta: Self::Meta, bits: Self::Partial) -> Self;
 }
 
-/// A blocked filter's header: the whole filter but its bits.
+/// A decoded header of one kind: the whole filter but its bits, validated.
 #[derive(Debug, Clone, PartialEq)]
-pub struct BlockedHeader {
+pub struct ChainHeader<L: Layer> {
     pub items: u64,
+    /// The chain's rate (for a classic chain, derived from its first layer's).
     pub error: f64,
+    /// 0 for non-scaling.
     pub expansion: u32,
-    pub layers: Vec<LayerMeta>,
+    pub params: L::Params,
+    pub layers: Vec<L::Meta>,
 }
 
+/// A blocked filter's header: layerbloom's.
+pub type BlockedHeader = ChainHeader<BlockedLayer>;
 /// A classic filter's header, as RedisBloom writes it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ClassicHeader {
-    pub items: u64,
-    pub options: u32,
-    pub growth: u32,
-    pub layers: Vec<ClassicMeta>,
+pub type ClassicHeader = ChainHeader<ClassicLayer>;
+
+impl<L: LayerCodec> ChainHeader<L> {
+    fn layer_lengths(&self) -> Vec<u64> {
+        self.layers.iter().map(LayerPlan::bytes).collect()
+    }
+
+    fn memory_bytes(&self) -> u64 {
+        let lengths = self.layer_lengths();
+        Chain::<L>::modelled_bytes(lengths.len(), lengths)
+    }
+
+    /// The chain with these layers, all bits zero.
+    fn zeroed_chain(&self) -> Result<Chain<L>, FilterError> {
+        let mut layers = try_vec(self.layers.len())?;
+        for meta in &self.layers {
+            layers.push(L::zeroed(*meta)?);
+        }
+        Ok(Chain::from_parts(
+            layers,
+            self.items,
+            self.error,
+            self.expansion,
+            self.params,
+        ))
+    }
 }
 
 /// A decoded header of either kind.
@@ -108,10 +139,7 @@ pub enum Header {
 impl Header {
     /// Each layer's bit array length in bytes.
     pub fn layer_lengths(&self) -> Vec<u64> {
-        match self {
-            Header::Blocked(h) => h.layers.iter().map(|l| l.geometry.bytes()).collect(),
-            Header::Classic(h) => h.layers.iter().map(ClassicMeta::bytes).collect(),
-        }
+        dispatch!(self, Header, h => h.layer_lengths())
     }
 
     /// Bytes of all bit arrays together (the decoders refused overflowing totals).
@@ -121,9 +149,7 @@ impl Header {
 
     /// Memory the filter will take once built, as `ScalableFilter::memory_usage` counts it.
     pub fn memory_bytes(&self) -> u64 {
-        let lengths = self.layer_lengths();
-        let classic = matches!(self, Header::Classic(_));
-        ScalableFilter::modelled_bytes(classic, lengths.len(), lengths)
+        dispatch!(self, Header, h => h.memory_bytes())
     }
 }
 
@@ -135,108 +161,99 @@ pub fn is_layerbloom_header(bytes: &[u8]) -> bool {
 /// Encodes a filter's `BF.SCANDUMP` header: layerbloom's for a blocked filter, RedisBloom's
 /// for a classic one.
 pub fn encode_header(filter: &ScalableFilter) -> Vec<u8> {
-    match filter.layers() {
-        Layers::Blocked(layers) => encode_blocked_header(filter, layers),
-        Layers::Classic {
-            options,
-            growth,
-            layers,
-        } => encode_classic_header(filter.items(), *options, *growth, layers),
-    }
+    dispatch!(filter, ScalableFilter, c => LayerCodec::encode_header(c))
 }
 
-fn encode_blocked_header(filter: &ScalableFilter, layers: &[BlockedLayer]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(CHAIN_BYTES + LAYER_BYTES * layers.len());
-    out.extend_from_slice(&MAGIC);
-    out.push(FORMAT_VERSION);
-    out.extend_from_slice(&[0; 3]);
-    out.extend_from_slice(&filter.expansion_raw().to_le_bytes());
-    out.extend_from_slice(&filter.error().to_le_bytes());
-    out.extend_from_slice(&filter.items().to_le_bytes());
-    out.extend_from_slice(&(layers.len() as u32).to_le_bytes());
-    for layer in layers {
-        let m = layer.meta();
-        out.extend_from_slice(&m.capacity.to_le_bytes());
-        out.extend_from_slice(&m.error.to_le_bytes());
-        out.extend_from_slice(&m.items.to_le_bytes());
-        out.extend_from_slice(&m.geometry.blocks.to_le_bytes());
-        out.push(m.geometry.blocks_per_item as u8);
-        out.push(m.geometry.hashes_per_block as u8);
-        out.extend_from_slice(&[0; 6]);
-    }
-    out
-}
+impl LayerCodec for BlockedLayer {
+    const RDB_PREFIX: &'static [u8] = b"";
+    type Partial = Vec<Block>;
 
-fn encode_classic_header(
-    items: u64,
-    options: u32,
-    growth: u32,
-    layers: &[ClassicLayer],
-) -> Vec<u8> {
-    let mut out = Vec::with_capacity(RB_CHAIN_BYTES + RB_LAYER_BYTES * layers.len());
-    out.extend_from_slice(&items.to_le_bytes());
-    out.extend_from_slice(&(layers.len() as u32).to_le_bytes());
-    out.extend_from_slice(&options.to_le_bytes());
-    out.extend_from_slice(&growth.to_le_bytes());
-    for layer in layers {
-        let m = layer.meta();
-        out.extend_from_slice(&m.bytes().to_le_bytes());
-        out.extend_from_slice(&m.bits.to_le_bytes());
-        out.extend_from_slice(&m.size.to_le_bytes());
-        out.extend_from_slice(&m.error.to_le_bytes());
-        out.extend_from_slice(&m.bpe.to_le_bytes());
-        out.extend_from_slice(&m.hashes.to_le_bytes());
-        out.extend_from_slice(&m.entries.to_le_bytes());
-        out.push(m.n2);
-    }
-    out
-}
-
-/// Reads little-endian fields off the front of a byte slice.
-struct Reader<'a> {
-    bytes: &'a [u8],
-}
-
-impl Reader<'_> {
-    fn take<const N: usize>(&mut self) -> Result<[u8; N], CodecError> {
-        let (head, rest) = self
-            .bytes
-            .split_first_chunk::<N>()
-            .ok_or(CodecError::BadData("header is truncated"))?;
-        self.bytes = rest;
-        Ok(*head)
-    }
-    fn u8(&mut self) -> Result<u8, CodecError> {
-        Ok(self.take::<1>()?[0])
-    }
-    fn u32(&mut self) -> Result<u32, CodecError> {
-        Ok(u32::from_le_bytes(self.take()?))
-    }
-    fn u64(&mut self) -> Result<u64, CodecError> {
-        Ok(u64::from_le_bytes(self.take()?))
-    }
-    fn f64(&mut self) -> Result<f64, CodecError> {
-        Ok(f64::from_le_bytes(self.take()?))
-    }
-    fn zeros<const N: usize>(&mut self) -> Result<(), CodecError> {
-        if self.take::<N>()? == [0; N] {
-            Ok(())
-        } else {
-            Err(CodecError::BadData("reserved bytes are not zero"))
+    fn encode_header(chain: &Chain<Self>) -> Vec<u8> {
+        let layers = chain.layers();
+        let mut out = Vec::with_capacity(CHAIN_BYTES + LAYER_BYTES * layers.len());
+        out.extend_from_slice(&MAGIC);
+        out.push(FORMAT_VERSION);
+        out.extend_from_slice(&[0; 3]);
+        out.extend_from_slice(&chain.expansion_raw().to_le_bytes());
+        out.extend_from_slice(&chain.error().to_le_bytes());
+        out.extend_from_slice(&chain.items().to_le_bytes());
+        out.extend_from_slice(&(layers.len() as u32).to_le_bytes());
+        for layer in layers {
+            let m = layer.meta();
+            out.extend_from_slice(&m.capacity.to_le_bytes());
+            out.extend_from_slice(&m.error.to_le_bytes());
+            out.extend_from_slice(&m.items.to_le_bytes());
+            out.extend_from_slice(&m.geometry.blocks.to_le_bytes());
+            out.push(m.geometry.blocks_per_item as u8);
+            out.push(m.geometry.hashes_per_block as u8);
+            out.extend_from_slice(&[0; 6]);
         }
+        out
+    }
+
+    fn zeroed(meta: LayerMeta) -> Result<Self, FilterError> {
+        BlockedLayer::zeroed_with_meta(meta)
+    }
+
+    fn extend(blocks: &mut Vec<Block>, piece: &[u8], total: usize) -> Result<(), FilterError> {
+        let block = BLOCK_BYTES as usize;
+        let before = blocks.capacity();
+        grow_toward(blocks, blocks.len() + piece.len() / block, total / block)?;
+        if blocks.capacity() != before {
+            crate::bloom::blocked::advise_huge_pages(blocks);
+        }
+        crate::bloom::blocked::extend_from_bytes(blocks, piece);
+        Ok(())
+    }
+
+    fn finish(meta: LayerMeta, blocks: Vec<Block>) -> Self {
+        BlockedLayer::from_parts(meta, blocks)
+    }
+}
+
+impl LayerCodec for ClassicLayer {
+    const RDB_PREFIX: &'static [u8] = &CLASSIC_MAGIC;
+    type Partial = Vec<u8>;
+
+    fn encode_header(chain: &Chain<Self>) -> Vec<u8> {
+        let layers = chain.layers();
+        let params = chain.params();
+        let mut out = Vec::with_capacity(RB_CHAIN_BYTES + RB_LAYER_BYTES * layers.len());
+        out.extend_from_slice(&chain.items().to_le_bytes());
+        out.extend_from_slice(&(layers.len() as u32).to_le_bytes());
+        out.extend_from_slice(&params.options.to_le_bytes());
+        out.extend_from_slice(&params.growth.to_le_bytes());
+        for layer in layers {
+            let m = layer.meta();
+            out.extend_from_slice(&m.bytes().to_le_bytes());
+            out.extend_from_slice(&m.bits.to_le_bytes());
+            out.extend_from_slice(&m.size.to_le_bytes());
+            out.extend_from_slice(&m.error.to_le_bytes());
+            out.extend_from_slice(&m.bpe.to_le_bytes());
+            out.extend_from_slice(&m.hashes.to_le_bytes());
+            out.extend_from_slice(&m.entries.to_le_bytes());
+            out.push(m.n2);
+        }
+        out
+    }
+
+    fn zeroed(meta: ClassicMeta) -> Result<Self, FilterError> {
+        ClassicLayer::zeroed_with_meta(meta)
+    }
+
+    fn extend(bytes: &mut Vec<u8>, piece: &[u8], total: usize) -> Result<(), FilterError> {
+        grow_toward(bytes, bytes.len() + piece.len(), total)?;
+        bytes.extend_from_slice(piece);
+        Ok(())
+    }
+
+    fn finish(meta: ClassicMeta, bytes: Vec<u8>) -> Self {
+        ClassicLayer::from_parts(meta, bytes)
     }
 }
 
 fn is_rate(x: f64) -> bool {
     x > 0.0 && x < 1.0
-}
-
-/// Adds a layer's bytes to a running total, refusing totals no allocation could hold.
-fn add_bytes(total: u64, bytes: u64) -> Result<u64, CodecError> {
-    total
-        .checked_add(bytes)
-        .filter(|&b| b <= isize::MAX as u64)
-        .ok_or(CodecError::BadData("layers are too large"))
 }
 
 /// Decodes and validates a `BF.LOADCHUNK` header of either kind. RedisBloom's is checked as
@@ -337,23 +354,9 @@ pub fn decode_blocked_header(
         items,
         error,
         expansion,
+        params: (),
         layers,
     })
-}
-
-/// How strictly a header is checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Strictness {
-    /// A client's `BF.LOADCHUNK`, at least as strict as RedisBloom's: the item total must be
-    /// exactly the sum of the layers' counts (no overflow) and below 2^64 - 1, RedisBloom's
-    /// option bits known and each classic layer's hash count the one its bits per entry give.
-    LoadChunk,
-    /// RDB values, and `BF.LOADCHUNK` replayed from the AOF or sent by a primary (they
-    /// describe filters already accepted from an RDB value): as RedisBloom's RDB loader, an
-    /// odd total or option bits and a stray hash count are accepted (with a warning) when
-    /// safe, so that every value RedisBloom loads loads here too. Counts saturate, so a
-    /// total that reached the top still equals its layers' sum.
-    Rdb,
 }
 
 /// Checks a header's item total against its layers' counts. Refused: any mismatch when
@@ -382,9 +385,6 @@ fn check_item_total(
         }
     }
 }
-
-/// Something odd but safe found while loading, worth a log line.
-pub type Warning = &'static str;
 
 /// Checks a classic chain's fields; returns the warnings of a lax load.
 fn check_classic_chain(
@@ -458,11 +458,13 @@ pub fn decode_classic_header(
         layers.push(meta);
     }
     let warnings = check_classic_chain(items, options, &layers, strictness)?;
+    let params = ClassicParams { options, growth };
     Ok((
         ClassicHeader {
             items,
-            options,
-            growth,
+            error: params.chain_error(layers[0].error),
+            expansion: params.expansion(),
+            params,
             layers,
         },
         warnings,
@@ -480,22 +482,7 @@ pub fn filter_from_header(header: &Header, max_bytes: u64) -> Result<ScalableFil
         }
         .into());
     }
-    Ok(match header {
-        Header::Blocked(h) => {
-            let mut layers = try_vec(h.layers.len())?;
-            for meta in &h.layers {
-                layers.push(BlockedLayer::zeroed_with_meta(*meta)?);
-            }
-            ScalableFilter::from_blocked(layers, h.items, h.error, h.expansion)
-        }
-        Header::Classic(h) => {
-            let mut layers = try_vec(h.layers.len())?;
-            for meta in &h.layers {
-                layers.push(ClassicLayer::zeroed_with_meta(*meta)?);
-            }
-            ScalableFilter::from_classic(layers, h.items, h.options, h.growth)
-        }
-    })
+    Ok(dispatch!(header, Header => ScalableFilter, h => h.zeroed_chain()?))
 }
 
 /// The `BF.SCANDUMP` chunk after iterator `it` (>= 1): `(next iterator, bytes)`, or
@@ -535,16 +522,15 @@ pub fn load_chunk(filter: &mut ScalableFilter, it: i64, data: &[u8]) -> Result<(
     Ok(())
 }
 
-/// The header string of layerbloom's RDB value for a filter.
+/// The header string of layerbloom's RDB value for a filter: its `BF.SCANDUMP` header, after
+/// the kind's prefix.
 pub fn encode_rdb_header(filter: &ScalableFilter) -> Vec<u8> {
-    match filter.layers() {
-        Layers::Blocked(_) => encode_header(filter),
-        Layers::Classic { .. } => {
-            let mut out = CLASSIC_MAGIC.to_vec();
-            out.extend_from_slice(&encode_header(filter));
-            out
-        }
+    fn of<L: LayerCodec>(chain: &Chain<L>) -> Vec<u8> {
+        let mut out = L::RDB_PREFIX.to_vec();
+        out.extend_from_slice(&L::encode_header(chain));
+        out
     }
+    dispatch!(filter, ScalableFilter, c => of(c))
 }
 
 /// Decodes the header string of layerbloom's RDB value.
@@ -568,62 +554,69 @@ pub fn rdb_pieces(filter: &ScalableFilter) -> Vec<&[u8]> {
         .collect()
 }
 
-/// A layer's bits while its pieces arrive.
-enum Partial {
-    Blocked(Vec<Block>),
-    Classic(Vec<u8>),
-}
-
 /// Rebuilds a filter from an RDB value: the header, then its pieces one at a time. Memory
 /// grows with the pieces actually read, so a header that lies about its size costs no more
 /// than the data behind it.
-pub struct FilterLoader {
-    header: Header,
+pub struct FilterLoader(Loading);
+
+/// A loader of either kind.
+enum Loading {
+    Blocked(ChainLoader<BlockedLayer>),
+    Classic(ChainLoader<ClassicLayer>),
+}
+
+/// A chain's layers, the ones read whole and the one whose pieces are arriving.
+struct ChainLoader<L: LayerCodec> {
+    header: ChainHeader<L>,
     lengths: Vec<u64>,
-    blocked: Vec<BlockedLayer>,
-    classic: Vec<ClassicLayer>,
-    current: Partial,
+    layers: Vec<L>,
+    current: L::Partial,
     current_len: u64,
 }
 
 impl FilterLoader {
     /// Starts from a decoded header.
     pub fn new(header: Header) -> Result<Self, CodecError> {
-        let lengths = header.layer_lengths();
-        let (blocked, classic, current) = match &header {
-            Header::Blocked(h) => (
-                try_vec(h.layers.len())?,
-                Vec::new(),
-                Partial::Blocked(Vec::new()),
-            ),
-            Header::Classic(h) => (
-                Vec::new(),
-                try_vec(h.layers.len())?,
-                Partial::Classic(Vec::new()),
-            ),
-        };
-        Ok(FilterLoader {
-            header,
-            lengths,
-            blocked,
-            classic,
-            current,
-            current_len: 0,
-        })
-    }
-
-    fn done_layers(&self) -> usize {
-        self.blocked.len() + self.classic.len()
+        Ok(FilterLoader(
+            dispatch!(header, Header => Loading, h => ChainLoader::new(h)?),
+        ))
     }
 
     /// The length the next piece must have, or `None` when every piece has been read.
     pub fn next_piece_len(&self) -> Option<usize> {
-        let total = *self.lengths.get(self.done_layers())?;
-        Some((total - self.current_len).min(RDB_PIECE_BYTES as u64) as usize)
+        dispatch!(&self.0, Loading, l => l.next_piece_len())
     }
 
     /// Takes the next piece, which must have exactly `next_piece_len()` bytes.
     pub fn push_piece(&mut self, piece: &[u8]) -> Result<(), CodecError> {
+        dispatch!(&mut self.0, Loading, l => l.push_piece(piece))
+    }
+
+    /// The filter, once every piece has been read.
+    pub fn finish(self) -> Result<ScalableFilter, CodecError> {
+        Ok(dispatch!(self.0, Loading => ScalableFilter, l => l.finish()?))
+    }
+}
+
+impl<L: LayerCodec> ChainLoader<L> {
+    fn new(header: ChainHeader<L>) -> Result<Self, CodecError> {
+        let lengths = header.layer_lengths();
+        let layers = try_vec(header.layers.len())?;
+        Ok(ChainLoader {
+            header,
+            lengths,
+            layers,
+            current: L::Partial::default(),
+            current_len: 0,
+        })
+    }
+
+    fn next_piece_len(&self) -> Option<usize> {
+        let total = *self.lengths.get(self.layers.len())?;
+        Some((total - self.current_len).min(RDB_PIECE_BYTES as u64) as usize)
+    }
+
+    fn push_piece(&mut self, piece: &[u8]) -> Result<(), CodecError> {
         let expected = self
             .next_piece_len()
             .ok_or(CodecError::BadData("more pieces than layers"))?;
@@ -632,82 +625,32 @@ impl FilterLoader {
                 "piece length does not match the header",
             ));
         }
-        let index = self.done_layers();
+        let index = self.layers.len();
         let total = self.lengths[index] as usize;
-        match &mut self.current {
-            Partial::Blocked(blocks) => {
-                let block = BLOCK_BYTES as usize;
-                let before = blocks.capacity();
-                grow_toward(blocks, blocks.len() + piece.len() / block, total / block)?;
-                if blocks.capacity() != before {
-                    crate::blocked::advise_huge_pages(blocks);
-                }
-                crate::blocked::extend_from_bytes(blocks, piece);
-            }
-            Partial::Classic(bytes) => {
-                grow_toward(bytes, bytes.len() + piece.len(), total)?;
-                bytes.extend_from_slice(piece);
-            }
-        }
+        L::extend(&mut self.current, piece, total)?;
         self.current_len += piece.len() as u64;
         if self.current_len == total as u64 {
             self.current_len = 0;
-            match (&self.header, &mut self.current) {
-                (Header::Blocked(h), Partial::Blocked(blocks)) => {
-                    let blocks = std::mem::take(blocks);
-                    self.blocked
-                        .push(BlockedLayer::from_parts(h.layers[index], blocks));
-                }
-                (Header::Classic(h), Partial::Classic(bytes)) => {
-                    let bytes = std::mem::take(bytes);
-                    self.classic
-                        .push(ClassicLayer::from_parts(h.layers[index], bytes));
-                }
-                _ => unreachable!("the partial layer matches the header's kind"),
-            }
+            let bits = std::mem::take(&mut self.current);
+            // Within the room reserved for the header's layer count.
+            self.layers.push(L::finish(self.header.layers[index], bits));
         }
         Ok(())
     }
 
-    /// The filter, once every piece has been read.
-    pub fn finish(self) -> Result<ScalableFilter, CodecError> {
+    fn finish(self) -> Result<Chain<L>, CodecError> {
         if self.next_piece_len().is_some() {
             return Err(CodecError::BadData("value ends before its last piece"));
         }
-        Ok(match self.header {
-            Header::Blocked(h) => {
-                ScalableFilter::from_blocked(self.blocked, h.items, h.error, h.expansion)
-            }
-            Header::Classic(h) => {
-                ScalableFilter::from_classic(self.classic, h.items, h.options, h.growth)
-            }
-        })
+        let h = self.header;
+        Ok(Chain::from_parts(
+            self.layers,
+            h.items,
+            h.error,
+            h.expansion,
+            h.params,
+        ))
     }
-}
-
-/// The first room reserved for a layer being loaded (never past the layer's size): layers up
-/// to this size are read without a reallocation, larger ones then grow fourfold. Every
-/// reallocation copies what was read (measured: loading 0.95 GiB layers took 1.1-2.4 s/GiB
-/// growing twofold from 64 MiB, 0.43 s/GiB reserved whole), while room reserved and not yet
-/// written is address space that nothing touches: a header claiming more than its data gets at
-/// most this much, or four times the data read, and gives it back when the load fails.
-const FIRST_RESERVATION_BYTES: usize = 256 << 20;
-
-/// Reserves room for `needed` elements, growing as `FIRST_RESERVATION_BYTES` says but never
-/// past `total`.
-fn grow_toward<T>(v: &mut Vec<T>, needed: usize, total: usize) -> Result<(), FilterError> {
-    if needed > v.capacity() {
-        let first = FIRST_RESERVATION_BYTES / std::mem::size_of::<T>();
-        let target = needed
-            .max(v.capacity().saturating_mul(4))
-            .max(first)
-            .min(total);
-        v.try_reserve_exact(target - v.len())
-            .map_err(|_| FilterError::OutOfMemory {
-                bytes: (target * std::mem::size_of::<T>()) as u64,
-            })?;
-    }
-    Ok(())
 }
 
 /// Decodes one of layerbloom's RDB values held whole in memory (header, then pieces).
@@ -728,15 +671,6 @@ pub fn decode_value<'a>(
         return Err(CodecError::BadData("trailing pieces"));
     }
     loader.finish()
-}
-
-/// The fields of an RDB value, as the module API reads them (`RedisModule_LoadUnsigned`,
-/// `LoadDouble`, `LoadStringBuffer`). Each read fails once the value's data runs out.
-pub trait RdbSource {
-    type Buffer: AsRef<[u8]>;
-    fn unsigned(&mut self) -> Result<u64, CodecError>;
-    fn double(&mut self) -> Result<f64, CodecError>;
-    fn buffer(&mut self) -> Result<Self::Buffer, CodecError>;
 }
 
 /// The highest encoding version RedisBloom writes.
@@ -843,16 +777,16 @@ pub fn decode_redisbloom_value_within<S: RdbSource>(
         metas.push(meta);
     }
     let warnings = check_classic_chain(items, options, &metas, Strictness::Rdb)?;
-    Ok((
-        ScalableFilter::from_classic(layers, items, options, growth),
-        warnings,
-    ))
+    let params = ClassicParams { options, growth };
+    let error = params.chain_error(metas[0].error);
+    let chain = Chain::from_parts(layers, items, error, params.expansion(), params);
+    Ok((ScalableFilter::Classic(chain), warnings))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::{FilterSpec, Layout};
+    use crate::bloom::filter::{FilterSpec, Layout};
 
     fn filled_with(spec: FilterSpec, n: u64) -> ScalableFilter {
         let mut f = ScalableFilter::new(spec, u64::MAX).unwrap();
@@ -1006,7 +940,7 @@ mod tests {
 
     #[test]
     fn headers_with_more_layers_than_the_cap_are_refused() {
-        use crate::chain::tests::longest_chain;
+        use crate::bloom::chain::tests::longest_chain;
         use crate::Layout;
         for layout in [Layout::Blocked, Layout::Classic] {
             let f = longest_chain(layout);
@@ -1274,19 +1208,15 @@ mod tests {
 
     /// The encver-4 fields of a classic filter, as RedisBloom saves them.
     fn v4_fields(f: &ScalableFilter) -> Vec<Field> {
-        let Layers::Classic {
-            options,
-            growth,
-            layers,
-        } = f.layers()
-        else {
+        let ScalableFilter::Classic(c) = f else {
             panic!("classic")
         };
+        let (layers, params) = (c.layers(), c.params());
         let mut out = vec![
             Field::U(f.items()),
             Field::U(layers.len() as u64),
-            Field::U(u64::from(*options)),
-            Field::U(u64::from(*growth)),
+            Field::U(u64::from(params.options)),
+            Field::U(u64::from(params.growth)),
         ];
         for l in layers {
             let m = l.meta();

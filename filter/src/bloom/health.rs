@@ -32,49 +32,29 @@
 //!   filter whose counter and bits disagree. A saturated layer (every bit set) is estimated as
 //!   if one bit were still clear: a lower bound.
 //! * **Max capacity**: the capacity the chain reaches if it grows until the next layer would
-//!   take it past a memory limit, simulating exactly the growth rule of `chain` (the same
-//!   sizing functions, the same limit check); a non-scaling filter's is its capacity.
+//!   take it past a memory limit, replaying the chain's own growth rule (`chain::next_layer`,
+//!   `Chain::grown_memory`, the layer cap); a non-scaling filter's is its capacity.
 
-use crate::blocked::BlockedLayer;
-use crate::chain::{LayerSummary, Layers, ScalableFilter, MAX_LAYERS, TIGHTENING};
-use crate::classic::{ClassicLayer, ClassicMeta};
-use crate::sizing::{self, BLOCK_BITS, MIN_SIZING_ERROR};
-
-/// The health figures of a filter, in `BF.INFO` order.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Health {
-    /// The error rate the filter was created with.
-    pub error: f64,
-    /// Set bits / bits of the newest layer.
-    pub fill_ratio: f64,
-    /// The whole chain's false-positive rate estimated from its layers' fill.
-    pub estimated_fpr: f64,
-    /// The distinct items the bits account for.
-    pub estimated_distinct: u64,
-    /// The capacity the filter can reach under the memory limit.
-    pub max_capacity: u64,
-}
-
-/// Every health figure of a filter; `max_bytes` is the per-filter memory limit in force.
-pub fn health(filter: &ScalableFilter, max_bytes: u64) -> Health {
-    let layers = filter.layer_summaries();
-    let classic = filter.is_classic();
-    Health {
-        error: filter.error(),
-        fill_ratio: layers.last().map_or(0.0, fill_ratio),
-        estimated_fpr: estimated_fpr(filter),
-        estimated_distinct: distinct_items(&layers, classic),
-        max_capacity: max_capacity(filter, max_bytes),
-    }
-}
+use crate::bloom::chain::{next_layer, Chain, MAX_LAYERS};
+use crate::bloom::filter::{dispatch, ScalableFilter};
+use crate::bloom::layer::{Layer, LayerPlan, LayerSummary};
+use crate::bloom::sizing::BLOCK_BITS;
 
 /// The whole chain's estimated false-positive rate. A blocked layer's estimate costs a
 /// Poisson sum: the ones the layers keep are used; a classic layer's is `f^k`.
 pub fn estimated_fpr(filter: &ScalableFilter) -> f64 {
-    match filter.layers() {
-        Layers::Blocked(blocked) => combine_fprs(blocked.iter().map(BlockedLayer::estimated_fpr)),
-        Layers::Classic { .. } => chain_fpr(&filter.layer_summaries(), true),
+    fn of<L: Layer>(chain: &Chain<L>) -> f64 {
+        combine_fprs(chain.layers().iter().map(L::estimated_fpr))
     }
+    dispatch!(filter, ScalableFilter, c => of(c))
+}
+
+/// The distinct items the whole chain's bits account for, rounded.
+pub fn estimated_distinct(filter: &ScalableFilter) -> u64 {
+    fn of<L: Layer>(chain: &Chain<L>) -> u64 {
+        distinct_items::<L>(&chain.layer_summaries())
+    }
+    dispatch!(filter, ScalableFilter, c => of(c))
 }
 
 /// Set bits / bits of a layer.
@@ -85,18 +65,29 @@ pub fn fill_ratio(layer: &LayerSummary) -> f64 {
     layer.set_bits as f64 / layer.total_bits as f64
 }
 
-/// The estimated false-positive rate of one layer from its fill (see the module notes).
-pub fn layer_fpr(layer: &LayerSummary, classic: bool) -> f64 {
+/// The fill of a layer whose rate is neither 0 (no bit set) nor 1 (every bit), else that rate.
+fn fill_between(layer: &LayerSummary) -> Result<f64, f64> {
     let f = fill_ratio(layer);
     if f <= 0.0 || layer.hashes == 0 {
-        return 0.0;
+        return Err(0.0);
     }
     if f >= 1.0 {
-        return 1.0;
+        return Err(1.0);
     }
-    if classic {
-        return f.powi(layer.hashes as i32);
-    }
+    Ok(f)
+}
+
+/// The estimated false-positive rate of a classic layer from its fill (see the module notes).
+pub fn classic_fpr(layer: &LayerSummary) -> f64 {
+    fill_between(layer).map_or_else(|rate| rate, |f| f.powi(layer.hashes as i32))
+}
+
+/// The estimated false-positive rate of a blocked layer from its fill (see the module notes).
+pub fn blocked_fpr(layer: &LayerSummary) -> f64 {
+    let f = match fill_between(layer) {
+        Ok(f) => f,
+        Err(rate) => return rate,
+    };
     let b = layer.blocks_per_item.max(1);
     let k = (layer.hashes / b).max(1);
     let load = block_load(f, k);
@@ -104,9 +95,9 @@ pub fn layer_fpr(layer: &LayerSummary, classic: bool) -> f64 {
     per_block.clamp(0.0, 1.0).powi(b as i32)
 }
 
-/// `1 − Π(1 − fpr_i)` over the layers.
-pub fn chain_fpr(layers: &[LayerSummary], classic: bool) -> f64 {
-    combine_fprs(layers.iter().map(|l| layer_fpr(l, classic)))
+/// `1 − Π(1 − fpr_i)` over layers of kind `L`.
+pub fn chain_fpr<L: Layer>(layers: &[LayerSummary]) -> f64 {
+    combine_fprs(layers.iter().map(L::fpr_of))
 }
 
 /// `1 − Π(1 − p_i)`: the rate of a query that probes layers of rates `p_i`.
@@ -116,32 +107,43 @@ fn combine_fprs(rates: impl Iterator<Item = f64>) -> f64 {
     (-ln_pass.exp_m1()).clamp(0.0, 1.0)
 }
 
-/// The distinct items one layer's bits account for (see the module notes).
-pub fn layer_distinct(layer: &LayerSummary, classic: bool) -> f64 {
-    let m = layer.total_bits as f64;
+/// A layer's bits (`m`) and set bits (`X`) for the distinct-item estimates, `None` when
+/// they account for no item. A saturated layer is estimated as if one bit were still clear
+/// (a lower bound).
+fn bits_and_set(layer: &LayerSummary) -> Option<(f64, f64)> {
     if layer.set_bits == 0 || layer.total_bits == 0 || layer.hashes == 0 {
-        return 0.0;
+        return None;
     }
-    // A saturated layer: estimate as if one bit were still clear (a lower bound).
     let set = layer.set_bits.min(layer.total_bits - 1) as f64;
-    let f = set / m;
-    if classic {
-        let h = f64::from(layer.hashes);
-        if h >= m {
-            return set;
-        }
-        (-f).ln_1p() / (-h / m).ln_1p()
-    } else {
-        let b = layer.blocks_per_item.max(1);
-        let k = (layer.hashes / b).max(1);
-        let blocks = m / f64::from(BLOCK_BITS);
-        block_load(f, k) * blocks / f64::from(b)
-    }
+    Some((layer.total_bits as f64, set))
 }
 
-/// The distinct items the whole chain's bits account for, rounded.
-pub fn distinct_items(layers: &[LayerSummary], classic: bool) -> u64 {
-    let total: f64 = layers.iter().map(|l| layer_distinct(l, classic)).sum();
+/// The distinct items a classic layer's bits account for (see the module notes).
+pub fn classic_distinct(layer: &LayerSummary) -> f64 {
+    let Some((m, set)) = bits_and_set(layer) else {
+        return 0.0;
+    };
+    let h = f64::from(layer.hashes);
+    if h >= m {
+        return set;
+    }
+    (-(set / m)).ln_1p() / (-h / m).ln_1p()
+}
+
+/// The distinct items a blocked layer's bits account for (see the module notes).
+pub fn blocked_distinct(layer: &LayerSummary) -> f64 {
+    let Some((m, set)) = bits_and_set(layer) else {
+        return 0.0;
+    };
+    let b = layer.blocks_per_item.max(1);
+    let k = (layer.hashes / b).max(1);
+    let blocks = m / f64::from(BLOCK_BITS);
+    block_load(set / m, k) * blocks / f64::from(b)
+}
+
+/// The distinct items the bits of layers of kind `L` account for, rounded.
+pub fn distinct_items<L: Layer>(layers: &[LayerSummary]) -> u64 {
+    let total: f64 = layers.iter().map(L::distinct_of).sum();
     total.round() as u64
 }
 
@@ -216,12 +218,7 @@ pub fn warning_mark(capacity: u64, percent: u32) -> u64 {
 
 /// Items and capacity of layer `index` (oldest first).
 pub fn layer_load(filter: &ScalableFilter, index: usize) -> Option<(u64, u64)> {
-    match filter.layers() {
-        Layers::Blocked(layers) => layers.get(index).map(|l| (l.items(), l.capacity())),
-        Layers::Classic { layers, .. } => {
-            layers.get(index).map(|l| (l.meta().size, l.meta().entries))
-        }
-    }
+    filter.layer_load(index)
 }
 
 /// Whether the newest layer is at or past `percent`% of its capacity (`percent` 0: never).
@@ -286,46 +283,45 @@ pub fn crossings(before: LoadMark, filter: &ScalableFilter, percent: u32) -> Vec
 }
 
 /// The capacity the filter reaches if it grows until its next layer would take it past
-/// `max_bytes`: its capacity plus that of every layer it can still add. Follows the chain's
-/// growth rule exactly (`ScalableFilter::add` refuses the growth this stops at).
+/// `max_bytes`: its capacity plus that of every layer it can still add. Replays the chain's
+/// growth (`chain::next_layer`, the same memory model and layer cap), so it is where
+/// `ScalableFilter::add` refuses to grow.
 ///
 /// A blocked layer's geometry comes from `sizing::plan_layer`, a table lookup: at most about
 /// 64 steps (the capacity overflows, or with expansion 1 the rate reaches the sizing floor and
 /// the rest is counted at once), each constant time, whatever rate the filter was made with.
 pub fn max_capacity(filter: &ScalableFilter, max_bytes: u64) -> u64 {
-    let mut capacity = filter.capacity();
-    let expansion = u64::from(filter.expansion_raw());
-    let Some(mut next) = NextLayer::after_newest(filter) else {
+    dispatch!(filter, ScalableFilter, c => chain_max_capacity(c, max_bytes))
+}
+
+fn chain_max_capacity<L: Layer>(chain: &Chain<L>, max_bytes: u64) -> u64 {
+    let mut capacity = chain.capacity();
+    let expansion = u64::from(chain.expansion_raw());
+    let Some(newest) = chain.layers().last() else {
         return capacity;
     };
     if expansion == 0 {
         return capacity;
     }
-    // The same arithmetic as the growth check: the allocator model of the filter with one
-    // more layer (its table one entry longer, one more bit array).
-    let classic = filter.is_classic();
-    let mut count = filter.layer_count();
-    let mut memory = filter.memory_usage();
-    let grown = |memory: u64, count: usize, more: usize, bytes: u64| {
-        let table = |n: usize| ScalableFilter::modelled_bytes(classic, n, []);
-        let bits = ScalableFilter::modelled_bytes(classic, 0, [bytes]) - table(0);
-        memory
-            .saturating_sub(table(count))
-            .saturating_add(table(count + more))
-            .saturating_add(bits.saturating_mul(more as u64))
-    };
-    // Growth also stops at the most layers a filter may have.
-    while let Some((layer_capacity, bytes)) = next.step(expansion) {
+    let mut plan = *newest.meta();
+    let mut count = chain.layer_count();
+    let mut memory = chain.memory_usage();
+    let grown = Chain::<L>::grown_memory;
+    // Growth stops where no next layer can be built, at the most layers a filter may have,
+    // and where the next layer would take the filter past the limit.
+    while let Ok(next) = next_layer::<L>(&plan, expansion, chain.params()) {
+        let bytes = next.bytes();
         if count >= MAX_LAYERS || grown(memory, count, 1, bytes) > max_bytes {
             break;
         }
         memory = grown(memory, count, 1, bytes);
         count += 1;
-        capacity = capacity.saturating_add(layer_capacity);
-        if expansion == 1 && next.is_constant() {
-            // Every further layer is this one again (same capacity, error under the sizing
-            // floor): count them at once instead of one by one (there can be millions). The
-            // memory grows monotonically with their number: search for the most that fit.
+        capacity = capacity.saturating_add(next.capacity());
+        plan = next;
+        if expansion == 1 && L::plans_repeat(&plan) {
+            // Every further layer is this one again (same capacity, same size): count them at
+            // once instead of one by one (there can be millions). The memory grows
+            // monotonically with their number: search for the most that fit.
             let room = MAX_LAYERS.saturating_sub(count);
             let (mut fit, mut over) = (0usize, 1usize);
             while over <= room && grown(memory, count, over, bytes) <= max_bytes {
@@ -340,89 +336,19 @@ pub fn max_capacity(filter: &ScalableFilter, max_bytes: u64) -> u64 {
                     over = mid;
                 }
             }
-            capacity = capacity.saturating_add(layer_capacity.saturating_mul(fit as u64));
+            capacity = capacity.saturating_add(plan.capacity().saturating_mul(fit as u64));
             break;
         }
     }
     capacity
 }
 
-/// The chain's growth rule, one layer at a time: capacity × expansion, error × `TIGHTENING`.
-enum NextLayer {
-    Blocked {
-        capacity: u64,
-        error: f64,
-    },
-    Classic {
-        entries: u64,
-        error: f64,
-        options: u32,
-    },
-}
-
-impl NextLayer {
-    fn after_newest(filter: &ScalableFilter) -> Option<Self> {
-        Some(match filter.layers() {
-            Layers::Blocked(layers) => {
-                let newest = layers.last().map(BlockedLayer::meta)?;
-                NextLayer::Blocked {
-                    capacity: newest.capacity,
-                    error: newest.error,
-                }
-            }
-            Layers::Classic {
-                options, layers, ..
-            } => {
-                let newest = layers.last().map(ClassicLayer::meta)?;
-                NextLayer::Classic {
-                    entries: newest.entries,
-                    error: newest.error,
-                    options: *options,
-                }
-            }
-        })
-    }
-
-    /// The next layer's capacity and bit-array bytes, or `None` where growth stops anyway
-    /// (capacity overflow, a layer no sizing can build).
-    fn step(&mut self, expansion: u64) -> Option<(u64, u64)> {
-        match self {
-            NextLayer::Blocked { capacity, error } => {
-                *capacity = capacity.checked_mul(expansion)?;
-                *error = (*error * TIGHTENING).max(f64::MIN_POSITIVE);
-                let bytes = sizing::plan_layer(*capacity, *error).ok()?.bytes();
-                Some((*capacity, bytes))
-            }
-            NextLayer::Classic {
-                entries,
-                error,
-                options,
-            } => {
-                let meta = ClassicMeta::plan(
-                    entries.checked_mul(expansion)?,
-                    *error * TIGHTENING,
-                    *options,
-                )
-                .ok()?;
-                *entries = meta.entries;
-                *error = meta.error;
-                Some((meta.entries, meta.bytes()))
-            }
-        }
-    }
-
-    /// Whether every later layer has this one's geometry when the capacity does not grow: a
-    /// blocked layer whose error is under the sizing floor. (A classic layer's error keeps
-    /// halving until no layer can be planned, at most about 1075 layers.)
-    fn is_constant(&self) -> bool {
-        matches!(self, NextLayer::Blocked { error, .. } if *error < MIN_SIZING_ERROR)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::FilterSpec;
+    use crate::bloom::blocked::BlockedLayer;
+    use crate::bloom::classic::ClassicLayer;
+    use crate::bloom::filter::FilterSpec;
     use crate::hash::ItemHash;
     use crate::FilterError;
 
@@ -473,7 +399,7 @@ mod tests {
                 let layer = blocked_layer(capacity, p, (capacity as f64 * load) as u64);
                 let s = summary_of(&layer);
                 let exact = layer.state_fpr();
-                let estimate = layer_fpr(&s, false);
+                let estimate = blocked_fpr(&s);
                 assert!(
                     (estimate / exact - 1.0).abs() < 0.03,
                     "p={p} load={load}: estimate {estimate:e}, exact {exact:e}"
@@ -499,46 +425,46 @@ mod tests {
         let s = f.layer_summaries()[0];
         let fill = s.set_bits as f64 / s.total_bits as f64;
         assert_eq!(fill_ratio(&s), fill);
-        assert_eq!(layer_fpr(&s, true), fill.powi(s.hashes as i32));
+        assert_eq!(classic_fpr(&s), fill.powi(s.hashes as i32));
         assert!(fill > 0.3 && fill < 0.6, "{fill}");
     }
 
     #[test]
     fn empty_and_saturated_layers_have_rates_zero_and_one() {
         let empty = summary_of(&BlockedLayer::new(100, 0.01).unwrap());
-        assert_eq!(layer_fpr(&empty, false), 0.0);
-        assert_eq!(layer_fpr(&empty, true), 0.0);
-        assert_eq!(layer_distinct(&empty, false), 0.0);
+        assert_eq!(blocked_fpr(&empty), 0.0);
+        assert_eq!(classic_fpr(&empty), 0.0);
+        assert_eq!(blocked_distinct(&empty), 0.0);
         let full = LayerSummary {
             set_bits: empty.total_bits,
             ..empty
         };
-        assert_eq!(layer_fpr(&full, false), 1.0);
-        assert_eq!(layer_fpr(&full, true), 1.0);
+        assert_eq!(blocked_fpr(&full), 1.0);
+        assert_eq!(classic_fpr(&full), 1.0);
         // Saturated: a finite lower bound, the estimate with one bit clear.
         let one_clear = LayerSummary {
             set_bits: empty.total_bits - 1,
             ..empty
         };
-        let d = layer_distinct(&full, false);
+        let d = blocked_distinct(&full);
         assert!(d.is_finite() && d > 0.0);
-        assert_eq!(d, layer_distinct(&one_clear, false));
+        assert_eq!(d, blocked_distinct(&one_clear));
     }
 
     #[test]
     fn the_chain_rate_combines_the_layers() {
         let a = summary_of(&blocked_layer(1000, 0.01, 1000));
         let b = summary_of(&blocked_layer(2000, 0.005, 700));
-        let (pa, pb) = (layer_fpr(&a, false), layer_fpr(&b, false));
-        let chain = chain_fpr(&[a, b], false);
+        let (pa, pb) = (blocked_fpr(&a), blocked_fpr(&b));
+        let chain = chain_fpr::<BlockedLayer>(&[a, b]);
         assert!((chain - (1.0 - (1.0 - pa) * (1.0 - pb))).abs() < 1e-15);
         // Tiny rates are not rounded away.
         let tiny = summary_of(&blocked_layer(100_000, 0.01, 10));
-        let p = layer_fpr(&tiny, false);
+        let p = blocked_fpr(&tiny);
         assert!(p > 0.0 && p < 1e-12, "{p:e}");
-        assert!((chain_fpr(&[tiny, tiny], false) / (2.0 * p) - 1.0).abs() < 1e-9);
+        assert!((chain_fpr::<BlockedLayer>(&[tiny, tiny]) / (2.0 * p) - 1.0).abs() < 1e-9);
         assert!(chain > pa.max(pb) && chain < pa + pb);
-        assert_eq!(chain_fpr(&[], false), 0.0);
+        assert_eq!(chain_fpr::<BlockedLayer>(&[]), 0.0);
     }
 
     #[test]
@@ -546,7 +472,7 @@ mod tests {
         for p in [0.1, 0.01, 1e-4] {
             for n in [10_000u64, 50_000, 150_000] {
                 let layer = blocked_layer(50_000, p, n);
-                let d = layer_distinct(&summary_of(&layer), false);
+                let d = blocked_distinct(&summary_of(&layer));
                 assert!((d / n as f64 - 1.0).abs() < 0.01, "p={p} n={n}: {d}");
             }
         }
@@ -554,7 +480,7 @@ mod tests {
         for i in 0..40_000 {
             f.add(&item(i), u64::MAX).unwrap();
         }
-        let d = distinct_items(&f.layer_summaries(), true);
+        let d = distinct_items::<ClassicLayer>(&f.layer_summaries());
         // Counted items exclude the few the filter wrongly found present; the bits include them.
         assert!(
             d as f64 >= f.items() as f64 * 0.99 && d as f64 <= 40_000.0 * 1.01,
@@ -574,7 +500,7 @@ mod tests {
                 break;
             }
         }
-        let d = distinct_items(&f.layer_summaries(), false) as f64;
+        let d = distinct_items::<BlockedLayer>(&f.layer_summaries()) as f64;
         assert!(d > f.items() as f64 * 1.02, "{d} vs {}", f.items());
         assert!(
             (d / (offered - 1) as f64 - 1.0).abs() < 0.05,
@@ -699,19 +625,30 @@ mod tests {
     }
 
     #[test]
-    fn health_reports_every_figure() {
+    fn the_filter_figures_are_its_layers_estimates() {
         let mut f = ScalableFilter::new(spec(1000, 0.01, 2), u64::MAX).unwrap();
         for i in 0..1500 {
             f.add(&item(i), u64::MAX).unwrap();
         }
-        let h = health(&f, 1 << 20);
         let layers = f.layer_summaries();
-        assert_eq!(h.error, 0.01);
-        assert_eq!(h.fill_ratio, fill_ratio(&layers[1]));
-        assert_eq!(h.estimated_fpr, chain_fpr(&layers, false));
-        assert_eq!(h.estimated_distinct, distinct_items(&layers, false));
-        assert_eq!(h.max_capacity, max_capacity(&f, 1 << 20));
-        assert!(h.estimated_fpr > 0.0 && h.estimated_fpr < 0.01);
-        assert!((h.estimated_distinct as f64 / 1500.0 - 1.0).abs() < 0.03);
+        assert_eq!(f.error(), 0.01);
+        assert_eq!(layers.len(), 2);
+        let fpr = estimated_fpr(&f);
+        let distinct = estimated_distinct(&f);
+        assert_eq!(fpr, chain_fpr::<BlockedLayer>(&layers));
+        assert_eq!(distinct, distinct_items::<BlockedLayer>(&layers));
+        assert!(fpr > 0.0 && fpr < 0.01);
+        assert!((distinct as f64 / 1500.0 - 1.0).abs() < 0.03);
+        // A classic filter's figures are its layers' `f^k` and distinct-item estimates.
+        let mut c = ScalableFilter::new(classic(1000, 0.01, 2), u64::MAX).unwrap();
+        for i in 0..1500 {
+            c.add(&item(i), u64::MAX).unwrap();
+        }
+        let layers = c.layer_summaries();
+        assert_eq!(estimated_fpr(&c), chain_fpr::<ClassicLayer>(&layers));
+        assert_eq!(
+            estimated_distinct(&c),
+            distinct_items::<ClassicLayer>(&layers)
+        );
     }
 }

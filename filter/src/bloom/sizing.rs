@@ -529,7 +529,7 @@ mod tests {
             work += plan_layer(1000, rate).unwrap().blocks;
         }
         let f = crate::ScalableFilter::new(crate::FilterSpec::new(1, 0.0321, 1), u64::MAX).unwrap();
-        work += crate::health::max_capacity(&f, 1 << 40);
+        work += crate::bloom::health::max_capacity(&f, 1 << 40);
         assert!(work > 0);
         // Other tests of this process may run the solver concurrently, but only the table
         // tests do, at most once per grid point each.
@@ -654,7 +654,11 @@ mod generate {
             .unwrap();
         }
         out.push_str("]\n");
-        std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/src/shapes.in"), out).unwrap();
+        std::fs::write(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/src/bloom/shapes.in"),
+            out,
+        )
+        .unwrap();
     }
 }
 

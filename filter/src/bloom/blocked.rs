@@ -17,9 +17,11 @@
 //! The layer also counts its set bits (an insert knows which bits it flipped), so its fill
 //! ratio and current false-positive rate come free.
 
+use crate::bloom::filter::{FilterSpec, Layout};
+use crate::bloom::layer::{Allocation, Layer, LayerPlan, LayerSummary};
+use crate::bloom::sizing::{self, Geometry, BLOCK_BYTES, MAX_BLOCKS_PER_ITEM, MIN_SIZING_ERROR};
 use crate::error::FilterError;
 use crate::hash::{mix64, ItemHash, GOLDEN_GAMMA};
-use crate::sizing::{self, Geometry, BLOCK_BYTES, MAX_BLOCKS_PER_ITEM};
 
 /// Words in a block.
 const WORDS: usize = 8;
@@ -33,6 +35,9 @@ pub struct Block(pub [u64; WORDS]);
 
 const _: () = assert!(std::mem::size_of::<Block>() as u64 == BLOCK_BYTES);
 const _: () = assert!(std::mem::align_of::<Block>() == 64);
+
+// SAFETY: a `Block` is eight `u64` words and nothing else; all-zero is the empty block.
+unsafe impl crate::zeroed::Zeroable for Block {}
 
 // Persisted bit arrays are the blocks' bytes with each word little-endian; the byte views
 // below reinterpret memory directly, which matches that only on little-endian targets.
@@ -168,7 +173,7 @@ pub struct BlockedLayer {
     dense_at: u64,
 }
 
-/// A layer's estimated false-positive rate (`health::layer_fpr`, a sum over a Poisson window:
+/// A layer's estimated false-positive rate (`health::blocked_fpr`, a sum over a Poisson window:
 /// microseconds) as of a set-bit count. Kept for layers that no longer change, so that BF.INFO
 /// of a long chain reads one number per layer instead of recomputing every layer.
 #[derive(Debug, Clone, Copy)]
@@ -526,24 +531,24 @@ impl BlockedLayer {
     pub(crate) fn refresh_estimate(&mut self) {
         self.estimate = FprEstimate {
             set_bits: self.set_bits,
-            fpr: crate::health::layer_fpr(&self.summary(), false),
+            fpr: crate::bloom::health::blocked_fpr(&self.summary()),
         };
     }
 
-    /// The estimated false-positive rate of the layer's bits (`health::layer_fpr`): the kept
+    /// The estimated false-positive rate of the layer's bits (`health::blocked_fpr`): the kept
     /// one when no bit changed since it was computed.
     pub fn estimated_fpr(&self) -> f64 {
         if self.estimate.set_bits == self.set_bits {
             self.estimate.fpr
         } else {
-            crate::health::layer_fpr(&self.summary(), false)
+            crate::bloom::health::blocked_fpr(&self.summary())
         }
     }
 
     /// The layer's figures.
-    pub fn summary(&self) -> crate::chain::LayerSummary {
+    pub fn summary(&self) -> LayerSummary {
         let g = &self.meta.geometry;
-        crate::chain::LayerSummary {
+        LayerSummary {
             capacity: self.capacity(),
             error: self.error(),
             items: self.items(),
@@ -587,6 +592,201 @@ impl BlockedLayer {
             .sum::<f64>()
             / self.blocks.len() as f64;
         per_block.powi(g.blocks_per_item as i32)
+    }
+}
+
+impl LayerPlan for LayerMeta {
+    fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    fn error(&self) -> f64 {
+        self.error
+    }
+
+    fn bytes(&self) -> u64 {
+        self.geometry.bytes()
+    }
+}
+
+/// Whether any layer holds a hash. With several layers, every layer's first block is
+/// requested before any is tested, so a chain's cache misses overlap (an item absent from a
+/// layer is almost always refused by its first block); newest layer first, as it is the
+/// largest and most likely to answer.
+///
+/// Layers of a chain that set the same number of bits per block share the item's first-block
+/// mask, so it is computed once per distinct shape: a layer that does not hold the item then
+/// costs one multiply, one load and eight AND/compares.
+#[inline]
+fn blocked_contains(layers: &[BlockedLayer], hash: &ItemHash) -> bool {
+    if let [only] = layers {
+        return only.contains(hash);
+    }
+    for layer in layers {
+        layer.prefetch_first(hash);
+    }
+    // First pass without data-dependent branches: which layers' first blocks match, as bits
+    // of a word, so the CPU keeps every layer's load in flight at once. Second pass: the full
+    // check of those layers only, newest first.
+    let mut k = 0;
+    let mut mask0 = [0u64; 8];
+    for (chunk_start, chunk) in layers.chunks(64).enumerate().rev() {
+        let mut matches = 0u64;
+        for (i, layer) in chunk.iter().enumerate() {
+            let layer_k = layer.geometry().hashes_per_block;
+            if layer_k != k {
+                k = layer_k;
+                mask0 = first_mask(hash, k);
+            }
+            matches |= u64::from(layer.first_block_matches(hash, &mask0)) << i;
+        }
+        while matches != 0 {
+            let i = 63 - matches.leading_zeros() as usize;
+            if layers[chunk_start * 64 + i].contains(hash) {
+                return true;
+            }
+            matches &= !(1u64 << i);
+        }
+    }
+    false
+}
+
+/// Every method forwards to the inherent one of the same name, or is the blocked layout's
+/// answer to what a chain asks.
+impl Layer for BlockedLayer {
+    const LAYOUT: Layout = Layout::Blocked;
+    const BITS_ALIGN: u64 = std::mem::align_of::<Block>() as u64;
+    const COUNTS_WORDS: bool = true;
+
+    type Params = ();
+    type Hash = ItemHash;
+    type Meta = LayerMeta;
+
+    fn params_for(_: &FilterSpec) {}
+
+    #[inline(always)]
+    fn hash(item: &[u8], _: &()) -> ItemHash {
+        ItemHash::of(item)
+    }
+
+    fn plan(capacity: u64, error: f64, _: &()) -> Result<LayerMeta, sizing::SizingError> {
+        Ok(LayerMeta {
+            capacity,
+            error,
+            items: 0,
+            geometry: sizing::plan_layer(capacity, error)?,
+        })
+    }
+
+    /// Halving forever would reach zero after ~1075 layers; sizing treats rates below its
+    /// floor alike, so flooring here changes nothing but keeps the rate valid.
+    fn floor_error(error: f64) -> f64 {
+        error.max(f64::MIN_POSITIVE)
+    }
+
+    /// Under the sizing floor every rate is sized alike (`sizing::MIN_SIZING_ERROR`).
+    fn plans_repeat(plan: &LayerMeta) -> bool {
+        plan.error < MIN_SIZING_ERROR
+    }
+
+    fn empty(plan: LayerMeta) -> Result<Self, FilterError> {
+        Self::with_geometry(plan.capacity, plan.error, plan.geometry)
+    }
+
+    fn meta(&self) -> &LayerMeta {
+        &self.meta
+    }
+
+    #[inline(always)]
+    fn contains(&self, hash: &ItemHash) -> bool {
+        BlockedLayer::contains(self, hash)
+    }
+
+    #[inline(always)]
+    fn contains_any(layers: &[Self], hash: &ItemHash) -> bool {
+        blocked_contains(layers, hash)
+    }
+
+    #[inline(always)]
+    fn insert(&mut self, hash: &ItemHash) {
+        BlockedLayer::insert(self, hash);
+    }
+
+    #[inline(always)]
+    fn insert_new(&mut self, hash: &ItemHash) -> bool {
+        BlockedLayer::insert_new(self, hash) != 0
+    }
+
+    #[inline(always)]
+    fn is_full(&self) -> bool {
+        BlockedLayer::is_full(self)
+    }
+
+    /// A layer that no longer changes keeps its false-positive estimate.
+    fn seal(&mut self) {
+        self.refresh_estimate();
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, hash: &ItemHash) {
+        BlockedLayer::prefetch(self, hash)
+    }
+
+    #[inline(always)]
+    fn prefetch_first(&self, hash: &ItemHash) {
+        BlockedLayer::prefetch_first(self, hash)
+    }
+
+    fn summary(&self) -> LayerSummary {
+        BlockedLayer::summary(self)
+    }
+
+    fn fpr_of(summary: &LayerSummary) -> f64 {
+        crate::bloom::health::blocked_fpr(summary)
+    }
+
+    fn distinct_of(summary: &LayerSummary) -> f64 {
+        crate::bloom::health::blocked_distinct(summary)
+    }
+
+    fn estimated_fpr(&self) -> f64 {
+        BlockedLayer::estimated_fpr(self)
+    }
+
+    /// RedisBloom's shape with the blocked layout's facts: blocks, blocks per item, bits set
+    /// per block.
+    fn debug_line(&self, _: &()) -> String {
+        let m = &self.meta;
+        format!(
+            "bytes:{} blocks:{} blocksperitem:{} bitsperblock:{} capacity:{} size:{} ratio:{}",
+            m.geometry.bytes(),
+            m.geometry.blocks,
+            m.geometry.blocks_per_item,
+            m.geometry.hashes_per_block,
+            m.capacity,
+            m.items,
+            crate::bloom::classic::format_g(m.error)
+        )
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        BlockedLayer::as_bytes(self)
+    }
+
+    fn or_bytes(&mut self, offset: usize, data: &[u8]) {
+        BlockedLayer::or_bytes(self, offset, data)
+    }
+
+    fn bytes(&self) -> u64 {
+        BlockedLayer::bytes(self)
+    }
+
+    fn allocation(&self) -> Option<Allocation<'_>> {
+        Allocation::of_vec(&self.blocks)
+    }
+
+    fn try_clone(&self) -> Result<Self, FilterError> {
+        BlockedLayer::try_clone(self)
     }
 }
 

@@ -18,9 +18,12 @@
 use bitvec::prelude::{BitSlice, Lsb0};
 use bitvec::view::BitView;
 
+use crate::bloom::chain::TIGHTENING;
+use crate::bloom::filter::{FilterSpec, Layout};
+use crate::bloom::layer::{Allocation, Layer, LayerPlan, LayerSummary};
+use crate::bloom::sizing::SizingError;
 use crate::error::FilterError;
 use crate::hash::{murmur2_32, murmur64a};
-use crate::sizing::SizingError;
 
 /// Option bit: layers are not rounded to a power of two.
 pub const OPT_NOROUND: u32 = 1;
@@ -45,7 +48,7 @@ const LN2: f64 = 0.693147180559945;
 pub const MAX_CLASSIC_HASHES: u32 = 1100;
 
 /// One item's classic hash pair.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ClassicHash {
     a: u64,
     b: u64,
@@ -295,6 +298,160 @@ impl ClassicLayer {
             m.size,
             format_g(m.error)
         )
+    }
+}
+
+impl LayerPlan for ClassicMeta {
+    fn capacity(&self) -> u64 {
+        self.entries
+    }
+
+    fn error(&self) -> f64 {
+        self.error
+    }
+
+    fn bytes(&self) -> u64 {
+        ClassicMeta::bytes(self)
+    }
+}
+
+/// What every layer of a classic chain shares, as RedisBloom persists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClassicParams {
+    /// RedisBloom's option bits (hash width, rounding, non-scaling).
+    pub options: u32,
+    /// RedisBloom's growth factor, kept as loaded even for a non-scaling filter.
+    pub growth: u32,
+}
+
+impl ClassicParams {
+    /// Whether the chain does not grow.
+    pub fn nonscaling(&self) -> bool {
+        self.options & OPT_NO_SCALING != 0
+    }
+
+    /// The chain's growth factor (0 for non-scaling).
+    pub fn expansion(&self) -> u32 {
+        if self.nonscaling() {
+            0
+        } else {
+            self.growth
+        }
+    }
+
+    /// The chain's error rate, which RedisBloom's formats do not persist: derived from the
+    /// first layer's, which is the chain's halved unless the chain does not grow.
+    pub fn chain_error(&self, first_layer_error: f64) -> f64 {
+        if self.nonscaling() {
+            first_layer_error
+        } else {
+            first_layer_error / TIGHTENING
+        }
+    }
+}
+
+/// Every method forwards to the inherent one of the same name, or is RedisBloom's answer to
+/// what a chain asks.
+impl Layer for ClassicLayer {
+    const LAYOUT: Layout = Layout::Classic;
+    const BITS_ALIGN: u64 = 1;
+
+    type Params = ClassicParams;
+    type Hash = ClassicHash;
+    type Meta = ClassicMeta;
+
+    /// RedisBloom's option bits for a classic filter of this spec.
+    fn params_for(spec: &FilterSpec) -> ClassicParams {
+        ClassicParams {
+            options: DEFAULT_OPTIONS | if spec.nonscaling { OPT_NO_SCALING } else { 0 },
+            growth: spec.expansion,
+        }
+    }
+
+    fn hash(item: &[u8], params: &ClassicParams) -> ClassicHash {
+        ClassicHash::of(item, params.options)
+    }
+
+    fn plan(entries: u64, error: f64, params: &ClassicParams) -> Result<ClassicMeta, SizingError> {
+        ClassicMeta::plan(entries, error, params.options)
+    }
+
+    fn derived_error(params: &ClassicParams, first_layer_error: f64) -> Option<f64> {
+        Some(params.chain_error(first_layer_error))
+    }
+
+    fn empty(plan: ClassicMeta) -> Result<Self, FilterError> {
+        ClassicLayer::new(plan)
+    }
+
+    fn meta(&self) -> &ClassicMeta {
+        &self.meta
+    }
+
+    fn contains(&self, hash: &ClassicHash) -> bool {
+        ClassicLayer::contains(self, hash)
+    }
+
+    fn insert(&mut self, hash: &ClassicHash) {
+        ClassicLayer::insert(self, hash)
+    }
+
+    fn is_full(&self) -> bool {
+        ClassicLayer::is_full(self)
+    }
+
+    fn summary(&self) -> LayerSummary {
+        let m = &self.meta;
+        LayerSummary {
+            capacity: m.entries,
+            error: m.error,
+            items: m.size,
+            bytes: m.bytes(),
+            set_bits: self.set_bits,
+            total_bits: m.bits,
+            hashes: m.hashes,
+            blocks_per_item: 1,
+        }
+    }
+
+    fn fpr_of(summary: &LayerSummary) -> f64 {
+        crate::bloom::health::classic_fpr(summary)
+    }
+
+    fn distinct_of(summary: &LayerSummary) -> f64 {
+        crate::bloom::health::classic_distinct(summary)
+    }
+
+    fn debug_line(&self, params: &ClassicParams) -> String {
+        ClassicLayer::debug_line(self, Self::hash_width(params).unwrap_or(64))
+    }
+
+    fn hash_width(params: &ClassicParams) -> Option<u32> {
+        Some(if params.options & OPT_FORCE64 != 0 {
+            64
+        } else {
+            32
+        })
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    fn or_bytes(&mut self, offset: usize, data: &[u8]) {
+        ClassicLayer::or_bytes(self, offset, data)
+    }
+
+    fn bytes(&self) -> u64 {
+        ClassicLayer::bytes(self)
+    }
+
+    fn allocation(&self) -> Option<Allocation<'_>> {
+        Allocation::of_vec(&self.bytes)
+    }
+
+    fn try_clone(&self) -> Result<Self, FilterError> {
+        ClassicLayer::try_clone(self)
     }
 }
 

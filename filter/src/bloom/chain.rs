@@ -1,20 +1,20 @@
-//! The scalable filter: a chain of layers that grows when its newest layer is full.
+//! The scalable filter's chain: layers of one kind that grow when the newest layer is full.
 //!
 //! Layer `i` of a scaling filter holds `capacity · expansion^i` items at `error · 0.5^(i+1)`,
 //! so the chain's total false-positive rate stays under `error` (the layers' rates sum to at
 //! most `error`). A non-scaling filter has one layer at the full `error` and refuses new items
 //! once that layer is full.
 //!
-//! A filter is made of one kind of layer: blocked (layerbloom's own, the default) or classic
-//! (RedisBloom's, for filters loaded from RedisBloom data or created in classic mode). Mixing
-//! kinds would change how items hash between layers; one kind per filter never changes an
-//! answer.
+//! A chain is made of one kind of layer (`Layer`): blocked (layerbloom's own, the default) or
+//! classic (RedisBloom's, for filters loaded from RedisBloom data or created in classic mode).
+//! Mixing kinds would change how items hash between layers; one kind per chain never changes
+//! an answer.
 
-use crate::blocked::BlockedLayer;
-use crate::classic::{ClassicHash, ClassicLayer, ClassicMeta, OPT_FORCE64, OPT_NO_SCALING};
+use crate::bloom::filter::{FilterSpec, ScalableFilter};
+use crate::bloom::layer::{Allocation, Layer, LayerPlan, LayerSummary};
+use crate::bloom::sizing::SizingError;
 use crate::error::FilterError;
-use crate::hash::ItemHash;
-use crate::sizing;
+use crate::fallible::{try_push, try_vec};
 
 /// How much tighter each new layer's error rate is than the previous one's.
 pub const TIGHTENING: f64 = 0.5;
@@ -30,115 +30,30 @@ pub const TIGHTENING: f64 = 0.5;
 /// an EXPANSION 1 filter of capacity 1000 holds a million items.
 pub const MAX_LAYERS: usize = 1024;
 
-/// The kind of layers a new filter is made of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Layout {
-    /// Cache-local blocked layers (layerbloom's).
-    #[default]
-    Blocked,
-    /// RedisBloom's layers, bit for bit: data can move back to RedisBloom.
-    Classic,
-}
-
-/// What a new filter is asked to be.
+/// Why the growth rule gives no next layer.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FilterSpec {
-    /// Items the first layer holds.
-    pub capacity: u64,
-    /// The false-positive rate the whole filter keeps under.
-    pub error: f64,
-    /// Growth factor of each new layer.
-    pub expansion: u32,
-    /// The filter refuses new items once its first layer is full.
-    pub nonscaling: bool,
-    pub layout: Layout,
+pub(crate) enum NoNextLayer {
+    /// Its capacity would overflow 64 bits.
+    CapacityOverflow,
+    /// No layer can be sized for its capacity and rate.
+    Sizing(SizingError),
 }
 
-impl FilterSpec {
-    /// A scaling blocked filter.
-    pub fn new(capacity: u64, error: f64, expansion: u32) -> Self {
-        FilterSpec {
-            capacity,
-            error,
-            expansion,
-            nonscaling: expansion == 0,
-            layout: Layout::Blocked,
-        }
-    }
-
-    /// The error rate of the first layer.
-    pub fn first_layer_error(&self) -> f64 {
-        if self.nonscaling {
-            self.error
-        } else {
-            self.error * TIGHTENING
-        }
-    }
-
-    /// RedisBloom's option bits for a classic filter of this spec.
-    fn classic_options(&self) -> u32 {
-        crate::classic::DEFAULT_OPTIONS | if self.nonscaling { OPT_NO_SCALING } else { 0 }
-    }
-
-    /// Bytes a filter of this spec takes when created, without allocating.
-    pub fn initial_bytes(&self) -> Result<u64, FilterError> {
-        let bits = match self.layout {
-            Layout::Blocked => sizing::plan_layer(self.capacity, self.first_layer_error())?.bytes(),
-            Layout::Classic => ClassicMeta::plan(
-                self.capacity,
-                self.first_layer_error(),
-                self.classic_options(),
-            )?
-            .bytes(),
-        };
-        Ok(ScalableFilter::modelled_bytes(
-            self.layout == Layout::Classic,
-            1,
-            [bits],
-        ))
-    }
-}
-
-/// The layers of a filter: all of one kind.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Layers {
-    Blocked(Vec<BlockedLayer>),
-    Classic {
-        /// RedisBloom's option bits (hash width, rounding, non-scaling).
-        options: u32,
-        /// RedisBloom's growth factor, kept as loaded even for a non-scaling filter.
-        growth: u32,
-        layers: Vec<ClassicLayer>,
-    },
-}
-
-/// A scalable Bloom filter.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScalableFilter {
-    layers: Layers,
-    /// Where each layer's bit array ends in the concatenation of all of them (SCANDUMP's
-    /// offsets): a chunk is found by binary search, so a dump or a load of a long chain costs
-    /// O(layers · log layers) rather than O(layers²).
-    ends: Vec<u64>,
-    items: u64,
-    error: f64,
-    /// Growth factor of each new layer; 0 means non-scaling.
-    expansion: u32,
-}
-
-/// One layer's figures, whatever its kind.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LayerSummary {
-    pub capacity: u64,
-    pub error: f64,
-    pub items: u64,
-    pub bytes: u64,
-    pub set_bits: u64,
-    pub total_bits: u64,
-    /// Bit positions each item sets (blocked: blocks per item × bits per block).
-    pub hashes: u32,
-    /// Blocks each item touches (1 for a classic layer, which has no blocks).
-    pub blocks_per_item: u32,
+/// The chain's growth rule: the layer after one of plan `newest` holds `expansion` times its
+/// capacity at `TIGHTENING` times its rate. Growth (`Chain::grow`) and the replay of every
+/// growth a filter has left (`health::max_capacity`) both take their layers from here, so the
+/// capacity BF.INFO promises is the one growth reaches.
+pub(crate) fn next_layer<L: Layer>(
+    newest: &L::Meta,
+    expansion: u64,
+    params: &L::Params,
+) -> Result<L::Meta, NoNextLayer> {
+    let capacity = newest
+        .capacity()
+        .checked_mul(expansion)
+        .ok_or(NoNextLayer::CapacityOverflow)?;
+    let error = L::floor_error(newest.error() * TIGHTENING);
+    L::plan(capacity, error, params).map_err(NoNextLayer::Sizing)
 }
 
 /// Items hashed and prefetched together by the batch paths: enough to overlap many cache
@@ -147,53 +62,16 @@ const BATCH: usize = 32;
 
 /// Hashes a chunk of at most `BATCH` items into `out` (on the caller's stack, so a batch
 /// allocates nothing); the hashes are the returned prefix.
-fn hash_batch<'a>(items: &[&[u8]], out: &'a mut [ItemHash; BATCH]) -> &'a [ItemHash] {
+#[inline(always)]
+fn hash_batch<'a, L: Layer>(
+    items: &[&[u8]],
+    params: &L::Params,
+    out: &'a mut [L::Hash; BATCH],
+) -> &'a [L::Hash] {
     for (slot, item) in out.iter_mut().zip(items) {
-        *slot = ItemHash::of(item);
+        *slot = L::hash(item, params);
     }
     &out[..items.len()]
-}
-
-/// Whether any layer holds a hash. With several layers, every layer's first block is
-/// requested before any is tested, so a chain's cache misses overlap (an item absent from a
-/// layer is almost always refused by its first block); newest layer first, as it is the
-/// largest and most likely to answer.
-///
-/// Layers of a chain that set the same number of bits per block share the item's first-block
-/// mask, so it is computed once per distinct shape: a layer that does not hold the item then
-/// costs one multiply, one load and eight AND/compares.
-#[inline]
-fn blocked_contains(layers: &[BlockedLayer], hash: &ItemHash) -> bool {
-    if let [only] = layers {
-        return only.contains(hash);
-    }
-    for layer in layers {
-        layer.prefetch_first(hash);
-    }
-    // First pass without data-dependent branches: which layers' first blocks match, as bits
-    // of a word, so the CPU keeps every layer's load in flight at once. Second pass: the full
-    // check of those layers only, newest first.
-    let mut k = 0;
-    let mut mask0 = [0u64; 8];
-    for (chunk_start, chunk) in layers.chunks(64).enumerate().rev() {
-        let mut matches = 0u64;
-        for (i, layer) in chunk.iter().enumerate() {
-            let layer_k = layer.geometry().hashes_per_block;
-            if layer_k != k {
-                k = layer_k;
-                mask0 = crate::blocked::first_mask(hash, k);
-            }
-            matches |= u64::from(layer.first_block_matches(hash, &mask0)) << i;
-        }
-        while matches != 0 {
-            let i = 63 - matches.leading_zeros() as usize;
-            if layers[chunk_start * 64 + i].contains(hash) {
-                return true;
-            }
-            matches &= !(1u64 << i);
-        }
-    }
-    false
 }
 
 /// The cumulative ends of bit arrays of these byte lengths.
@@ -206,76 +84,76 @@ fn cumulative_ends(lengths: impl Iterator<Item = u64>) -> Vec<u64> {
         .collect()
 }
 
-/// An empty vector with room for exactly `n` elements, or the allocation failure as an error.
-pub(crate) fn try_vec<T>(n: usize) -> Result<Vec<T>, FilterError> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n)
-        .map_err(|_| FilterError::OutOfMemory {
-            bytes: (n * std::mem::size_of::<T>()) as u64,
-        })?;
-    Ok(v)
+/// A scalable Bloom filter made of one kind of layer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chain<L: Layer> {
+    /// Oldest first; never empty.
+    layers: Vec<L>,
+    /// Where each layer's bit array ends in the concatenation of all of them (SCANDUMP's
+    /// offsets): a chunk is found by binary search, so a dump or a load of a long chain costs
+    /// O(layers · log layers) rather than O(layers²).
+    ends: Vec<u64>,
+    items: u64,
+    error: f64,
+    /// Growth factor of each new layer; 0 means non-scaling.
+    expansion: u32,
+    params: L::Params,
 }
 
-/// Pushes onto a vector whose growth is exact and fallible.
-fn try_push<T>(v: &mut Vec<T>, item: T) -> Result<(), FilterError> {
-    v.try_reserve_exact(1)
-        .map_err(|_| FilterError::OutOfMemory {
-            bytes: std::mem::size_of::<T>() as u64,
-        })?;
-    v.push(item);
-    Ok(())
-}
+impl<L: Layer> Chain<L> {
+    /// Bytes a new chain of this spec takes, without allocating.
+    pub(crate) fn initial_bytes(spec: &FilterSpec) -> Result<u64, FilterError> {
+        let params = L::params_for(spec);
+        let plan = L::plan(spec.capacity, spec.first_layer_error(), &params)?;
+        Ok(Self::modelled_bytes(1, [plan.bytes()]))
+    }
 
-impl ScalableFilter {
-    /// A new, empty filter, refused if it would take more than `max_bytes`.
-    pub fn new(spec: FilterSpec, max_bytes: u64) -> Result<Self, FilterError> {
-        let needed = spec.initial_bytes()?;
+    /// A new, empty chain, refused if it would take more than `max_bytes`.
+    pub(crate) fn new(spec: &FilterSpec, max_bytes: u64) -> Result<Self, FilterError> {
+        let needed = Self::initial_bytes(spec)?;
         if needed > max_bytes {
             return Err(FilterError::OverLimit {
                 needed,
                 limit: max_bytes,
             });
         }
+        let params = L::params_for(spec);
         let error = spec.first_layer_error();
-        let layers = match spec.layout {
-            Layout::Blocked => {
-                let mut layers = try_vec(1)?;
-                layers.push(BlockedLayer::new(spec.capacity, error)?);
-                Layers::Blocked(layers)
-            }
-            Layout::Classic => {
-                let options = spec.classic_options();
-                let mut layers = try_vec(1)?;
-                layers.push(ClassicLayer::new(ClassicMeta::plan(
-                    spec.capacity,
-                    error,
-                    options,
-                )?)?);
-                Layers::Classic {
-                    options,
-                    growth: spec.expansion,
-                    layers,
-                }
-            }
-        };
-        // A classic filter's chain rate is not persisted (RedisBloom's formats have none): it
-        // is derived from the first layer when loaded, so derive it the same way here, or a
-        // rate whose half is inexact (below 2^-1021) would change on reload.
-        let error = match (spec.layout, spec.nonscaling) {
-            (Layout::Classic, false) => error / TIGHTENING,
-            _ => spec.error,
-        };
-        let mut filter = ScalableFilter {
+        let mut layers = try_vec(1)?;
+        layers.push(L::empty(L::plan(spec.capacity, error, &params)?)?);
+        // A rate the kind derives on load (its formats persist none) is derived the same way
+        // here, or a rate whose half is inexact (below 2^-1021) would change on reload.
+        let error = L::derived_error(&params, error).unwrap_or(spec.error);
+        // One layer: its end is its length.
+        let mut ends = try_vec(1)?;
+        ends.push(layers[0].as_bytes().len() as u64);
+        Ok(Chain {
             layers,
-            ends: Vec::new(),
+            ends,
             items: 0,
             error,
             expansion: if spec.nonscaling { 0 } else { spec.expansion },
-        };
-        // One layer: its end is its length.
-        filter.ends = try_vec(1)?;
-        filter.ends.push(filter.layer_bytes()[0].len() as u64);
-        Ok(filter)
+            params,
+        })
+    }
+
+    /// A chain from persisted parts (the codec has validated them; at least one layer).
+    pub(crate) fn from_parts(
+        layers: Vec<L>,
+        items: u64,
+        error: f64,
+        expansion: u32,
+        params: L::Params,
+    ) -> Self {
+        let ends = cumulative_ends(layers.iter().map(|l| l.as_bytes().len() as u64));
+        Chain {
+            layers,
+            ends,
+            items,
+            error,
+            expansion,
+            params,
+        }
     }
 
     /// Where byte `offset` of the concatenated bit arrays lies: `(layer, offset within it,
@@ -287,69 +165,17 @@ impl ScalableFilter {
         Some((index, offset - start, end - start))
     }
 
-    /// A blocked filter from persisted parts (the codec has validated them).
-    pub(crate) fn from_blocked(
-        layers: Vec<BlockedLayer>,
-        items: u64,
-        error: f64,
-        expansion: u32,
-    ) -> Self {
-        let ends = cumulative_ends(layers.iter().map(|l| l.as_bytes().len() as u64));
-        ScalableFilter {
-            layers: Layers::Blocked(layers),
-            ends,
-            items,
-            error,
-            expansion,
-        }
-    }
-
-    /// A classic filter from persisted parts (the codec has validated them).
-    pub(crate) fn from_classic(
-        layers: Vec<ClassicLayer>,
-        items: u64,
-        options: u32,
-        growth: u32,
-    ) -> Self {
-        let nonscaling = options & OPT_NO_SCALING != 0;
-        let first = layers.first().map_or(0.01, |l| l.meta().error);
-        let ends = cumulative_ends(layers.iter().map(|l| l.as_bytes().len() as u64));
-        ScalableFilter {
-            ends,
-            layers: Layers::Classic {
-                options,
-                growth,
-                layers,
-            },
-            items,
-            error: if nonscaling {
-                first
-            } else {
-                first / TIGHTENING
-            },
-            expansion: if nonscaling { 0 } else { growth },
-        }
-    }
-
-    /// Bytes a filter takes by the allocator model (`footprint`): its box, its layer table of
-    /// `table_len` entries and each of its bit arrays.
+    /// Bytes a chain of this kind takes by the allocator model (`footprint`): the filter's
+    /// box, a layer table of `table_len` entries with as many end offsets, and each of its
+    /// bit arrays.
     pub(crate) fn modelled_bytes(
-        classic: bool,
         table_len: usize,
         bit_arrays: impl IntoIterator<Item = u64>,
     ) -> u64 {
         use crate::footprint::allocation;
         use std::mem::{align_of, size_of};
-        let (entry, bits_align) = if classic {
-            (size_of::<ClassicLayer>(), 1)
-        } else {
-            (
-                size_of::<BlockedLayer>(),
-                align_of::<crate::blocked::Block>() as u64,
-            )
-        };
         // The layer table and the layers' cumulative byte offsets (`ends`), one entry each.
-        let table = allocation((table_len * entry) as u64, 8)
+        let table = allocation((table_len * size_of::<L>()) as u64, 8)
             .saturating_add(allocation((table_len * size_of::<u64>()) as u64, 8));
         let boxed = allocation(
             size_of::<ScalableFilter>() as u64,
@@ -358,66 +184,73 @@ impl ScalableFilter {
         bit_arrays
             .into_iter()
             .fold(boxed.saturating_add(table), |sum, bytes| {
-                sum.saturating_add(allocation(bytes, bits_align))
+                sum.saturating_add(allocation(bytes, L::BITS_ALIGN))
             })
     }
 
+    /// What a chain of `count` layers that takes `memory` (by the model) takes once it has
+    /// `more` more layers of `bits` bytes each: its table that much longer and one more bit
+    /// array each. Growth checks its limit against this, and so does the replay of growth.
+    pub(crate) fn grown_memory(memory: u64, count: usize, more: usize, bits: u64) -> u64 {
+        let without_bits = |n: usize| Self::modelled_bytes(n, []);
+        let bit_array = crate::footprint::allocation(bits, L::BITS_ALIGN);
+        memory
+            .saturating_sub(without_bits(count))
+            .saturating_add(without_bits(count + more))
+            .saturating_add(bit_array.saturating_mul(more as u64))
+    }
+
     /// Whether any layer holds the item.
+    #[inline]
     pub fn contains(&self, item: &[u8]) -> bool {
-        // Newest first: it is the largest and holds the most items.
-        match &self.layers {
-            Layers::Blocked(layers) => blocked_contains(layers, &ItemHash::of(item)),
-            Layers::Classic {
-                options, layers, ..
-            } => {
-                let hash = ClassicHash::of(item, *options);
-                layers.iter().rev().any(|l| l.contains(&hash))
-            }
-        }
+        L::contains_any(&self.layers, &L::hash(item, &self.params))
     }
 
     /// Adds an item. `Ok(false)` when it was (or looked) present already: nothing changes and
     /// nothing is counted. Growth that would take the filter past `max_bytes` is refused.
+    #[inline]
     pub fn add(&mut self, item: &[u8], max_bytes: u64) -> Result<bool, FilterError> {
-        match &self.layers {
-            Layers::Blocked(_) => self.add_blocked(&ItemHash::of(item), max_bytes),
-            Layers::Classic { options, .. } => {
-                let hash = ClassicHash::of(item, *options);
-                self.add_classic(&hash, max_bytes)
-            }
+        let hash = L::hash(item, &self.params);
+        #[cfg(target_arch = "x86_64")]
+        if L::COUNTS_WORDS && std::arch::is_x86_feature_detected!("popcnt") {
+            // SAFETY: the CPU has just been seen to support POPCNT.
+            return unsafe { self.add_hash_popcnt(&hash, max_bytes) };
         }
+        self.add_hash(&hash, max_bytes, true)
+    }
+
+    /// `add_hash` compiled for CPUs with POPCNT (see `Layer::COUNTS_WORDS`).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    fn add_hash_popcnt(&mut self, hash: &L::Hash, max_bytes: u64) -> Result<bool, FilterError> {
+        self.add_hash(hash, max_bytes, true)
     }
 
     /// `contains` for many items at once, in order. Hashes a batch, starts loading every cache
-    /// line the batch will touch in every layer, then probes: the memory accesses of a batch
-    /// overlap instead of waiting for each other.
+    /// line the batch will touch, then probes: the memory accesses of a batch overlap instead
+    /// of waiting for each other.
     pub fn contains_many(&self, items: &[&[u8]]) -> Vec<bool> {
         let mut out = Vec::with_capacity(items.len());
-        match &self.layers {
-            // A chain: `blocked_contains` already overlaps the layers' misses and shares the
-            // first-block mask; probing every layer in full cost 50 ns a layer.
-            Layers::Blocked(layers) if layers.len() > 1 => out.extend(
-                items
-                    .iter()
-                    .map(|item| blocked_contains(layers, &ItemHash::of(item))),
-            ),
-            Layers::Blocked(layers) => {
-                let mut batch = [ItemHash { lo: 0, hi: 0 }; BATCH];
-                for chunk in items.chunks(BATCH) {
-                    let hashes = hash_batch(chunk, &mut batch);
-                    for layer in layers.iter().rev() {
-                        for h in hashes {
-                            layer.prefetch(h);
-                        }
-                    }
-                    out.extend(
-                        hashes
-                            .iter()
-                            .map(|h| layers.iter().rev().any(|l| l.contains(h))),
-                    );
+        if self.layers.len() > 1 {
+            // A chain: `contains_any` already overlaps the layers' misses where the kind can
+            // (blocked layers share the first-block mask too); probing every layer in full
+            // cost 50 ns a layer.
+            out.extend(items.iter().map(|item| self.contains(item)));
+            return out;
+        }
+        let mut batch = [L::Hash::default(); BATCH];
+        for chunk in items.chunks(BATCH) {
+            let hashes = hash_batch::<L>(chunk, &self.params, &mut batch);
+            for layer in self.layers.iter().rev() {
+                for h in hashes {
+                    layer.prefetch(h);
                 }
             }
-            Layers::Classic { .. } => out.extend(items.iter().map(|item| self.contains(item))),
+            out.extend(
+                hashes
+                    .iter()
+                    .map(|h| self.layers.iter().rev().any(|l| l.contains(h))),
+            );
         }
         out
     }
@@ -428,61 +261,47 @@ impl ScalableFilter {
     /// cache lines are loaded before it is probed.
     pub fn add_many(&mut self, items: &[&[u8]], max_bytes: u64) -> Vec<Result<bool, FilterError>> {
         let mut out = Vec::with_capacity(items.len());
-        if !matches!(self.layers, Layers::Blocked(_)) {
-            for item in items {
-                let result = self.add(item, max_bytes);
-                let failed = result.is_err();
-                out.push(result);
-                if failed {
-                    break;
-                }
-            }
-            return out;
-        }
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("popcnt") {
+        if L::COUNTS_WORDS && std::arch::is_x86_feature_detected!("popcnt") {
             // SAFETY: the CPU has just been seen to support POPCNT.
-            unsafe { self.add_many_blocked_popcnt(items, max_bytes, &mut out) };
+            unsafe { self.add_many_popcnt(items, max_bytes, &mut out) };
             return out;
         }
-        self.add_many_blocked(items, max_bytes, &mut out);
+        self.add_many_batched(items, max_bytes, &mut out);
         out
     }
 
-    /// `add_many_blocked` compiled for CPUs with POPCNT: the crate is built for baseline
-    /// x86-64, where counting an insert's flipped bits is a software popcount per word.
+    /// `add_many_batched` compiled for CPUs with POPCNT (see `Layer::COUNTS_WORDS`).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "popcnt")]
-    fn add_many_blocked_popcnt(
+    fn add_many_popcnt(
         &mut self,
         items: &[&[u8]],
         max_bytes: u64,
         out: &mut Vec<Result<bool, FilterError>>,
     ) {
-        self.add_many_blocked(items, max_bytes, out)
+        self.add_many_batched(items, max_bytes, out)
     }
 
-    /// The batch add of a blocked filter: each batch's cache lines in every layer are
-    /// requested before any item of it is added.
+    /// The batch add: each batch's cache lines in every layer are requested before any item
+    /// of it is added.
     #[inline(always)]
-    fn add_many_blocked(
+    pub(crate) fn add_many_batched(
         &mut self,
         items: &[&[u8]],
         max_bytes: u64,
         out: &mut Vec<Result<bool, FilterError>>,
     ) {
-        let mut batch = [ItemHash { lo: 0, hi: 0 }; BATCH];
+        let mut batch = [L::Hash::default(); BATCH];
         for chunk in items.chunks(BATCH) {
-            let hashes = hash_batch(chunk, &mut batch);
-            if let Layers::Blocked(layers) = &self.layers {
-                for layer in layers.iter().rev() {
-                    for h in hashes {
-                        layer.prefetch(h);
-                    }
+            let hashes = hash_batch::<L>(chunk, &self.params, &mut batch);
+            for layer in self.layers.iter().rev() {
+                for h in hashes {
+                    layer.prefetch(h);
                 }
             }
             for h in hashes {
-                let result = self.add_blocked_fused(h, max_bytes, false);
+                let result = self.add_hash(h, max_bytes, false);
                 let failed = result.is_err();
                 out.push(result);
                 if failed {
@@ -492,54 +311,19 @@ impl ScalableFilter {
         }
     }
 
-    /// `add` with a precomputed hash, for blocked filters (`Ok(false)` on a classic one).
-    pub fn add_hashed(&mut self, hash: &ItemHash, max_bytes: u64) -> Result<bool, FilterError> {
-        match self.layers {
-            Layers::Blocked(_) => self.add_blocked(hash, max_bytes),
-            Layers::Classic { .. } => Ok(false),
-        }
-    }
-
-    /// `contains` with a precomputed hash, for blocked filters (`false` on a classic one).
-    pub fn contains_hashed(&self, hash: &ItemHash) -> bool {
-        match &self.layers {
-            Layers::Blocked(layers) => blocked_contains(layers, hash),
-            Layers::Classic { .. } => false,
-        }
-    }
-
-    fn add_blocked(&mut self, hash: &ItemHash, max_bytes: u64) -> Result<bool, FilterError> {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("popcnt") {
-            // SAFETY: the CPU has just been seen to support POPCNT.
-            return unsafe { self.add_blocked_popcnt(hash, max_bytes) };
-        }
-        self.add_blocked_fused(hash, max_bytes, true)
-    }
-
-    /// `add_blocked_fused` compiled for CPUs with POPCNT (see `add_many_blocked_popcnt`).
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "popcnt")]
-    fn add_blocked_popcnt(&mut self, hash: &ItemHash, max_bytes: u64) -> Result<bool, FilterError> {
-        self.add_blocked_fused(hash, max_bytes, true)
-    }
-
-    /// Adds a hash to a blocked filter, with exactly the effect of checking every layer for it
-    /// and, if none holds it, inserting it into the newest (grown first if full). The older
-    /// layers are checked first; the newest one's check is its insert (`insert_new`), which
-    /// changes nothing when it holds the item. `prefetch`: request the item's lines first
-    /// (the batch path has already).
+    /// Adds a hash, with exactly the effect of checking every layer for it and, if none holds
+    /// it, inserting it into the newest (grown first if full). The older layers are checked
+    /// first; the newest one's check is its insert (`insert_new`), which changes nothing when
+    /// it holds the item. `prefetch`: request the item's lines first (the batch path has
+    /// already).
     #[inline(always)]
-    fn add_blocked_fused(
+    fn add_hash(
         &mut self,
-        hash: &ItemHash,
+        hash: &L::Hash,
         max_bytes: u64,
         prefetch: bool,
     ) -> Result<bool, FilterError> {
-        let Layers::Blocked(layers) = &mut self.layers else {
-            unreachable!("called for blocked filters only")
-        };
-        let (newest, older) = layers.split_last_mut().expect("at least one layer");
+        let (newest, older) = self.layers.split_last_mut().expect("at least one layer");
         if prefetch {
             // Every line the add may touch, so that the older layers' misses overlap the
             // newest one's.
@@ -548,11 +332,11 @@ impl ScalableFilter {
                 layer.prefetch_first(hash);
             }
         }
-        if !older.is_empty() && blocked_contains(older, hash) {
+        if !older.is_empty() && L::contains_any(older, hash) {
             return Ok(false);
         }
         if !newest.is_full() {
-            if newest.insert_new(hash) == 0 {
+            if !newest.insert_new(hash) {
                 return Ok(false);
             }
         } else {
@@ -560,39 +344,21 @@ impl ScalableFilter {
                 return Ok(false);
             }
             self.grow(max_bytes)?;
-            let Layers::Blocked(layers) = &mut self.layers else {
-                unreachable!("the kind never changes")
-            };
-            layers.last_mut().expect("at least one layer").insert(hash);
+            self.layers
+                .last_mut()
+                .expect("at least one layer")
+                .insert(hash);
         }
-        self.items = self.items.saturating_add(1);
-        Ok(true)
-    }
-
-    fn add_classic(&mut self, hash: &ClassicHash, max_bytes: u64) -> Result<bool, FilterError> {
-        let Layers::Classic { layers, .. } = &self.layers else {
-            unreachable!("called for classic filters only")
-        };
-        if layers.iter().rev().any(|l| l.contains(hash)) {
-            return Ok(false);
-        }
-        if layers.last().expect("at least one layer").is_full() {
-            self.grow(max_bytes)?;
-        }
-        let Layers::Classic { layers, .. } = &mut self.layers else {
-            unreachable!("the kind never changes")
-        };
-        layers.last_mut().expect("at least one layer").insert(hash);
         self.items = self.items.saturating_add(1);
         Ok(true)
     }
 
     /// Appends the next layer, or says why it cannot be.
-    fn grow(&mut self, max_bytes: u64) -> Result<(), FilterError> {
+    pub(crate) fn grow(&mut self, max_bytes: u64) -> Result<(), FilterError> {
         if self.expansion == 0 {
             return Err(FilterError::Full);
         }
-        if self.layer_count() >= MAX_LAYERS {
+        if self.layers.len() >= MAX_LAYERS {
             return Err(FilterError::TooManyLayers { limit: MAX_LAYERS });
         }
         // Room for the new layer's end offset first, so that nothing fails after the push.
@@ -600,126 +366,70 @@ impl ScalableFilter {
             .try_reserve_exact(1)
             .map_err(|_| FilterError::OutOfMemory { bytes: 8 })?;
         let end = self.ends.last().copied().unwrap_or(0);
-        let too_big = FilterError::OverLimit {
-            needed: u64::MAX,
-            limit: max_bytes,
-        };
-        // What the filter will take with one more layer, by the same model as `memory_usage`.
-        let classic = self.is_classic();
-        let count = self.layer_count();
-        let current = self.memory_usage();
-        let without_bits = Self::modelled_bytes(classic, count, []);
-        let check = |current: u64, bits_bytes: u64| {
-            let needed = current
-                .saturating_sub(without_bits)
-                .saturating_add(Self::modelled_bytes(classic, count + 1, [bits_bytes]));
-            if needed > max_bytes {
-                Err(FilterError::OverLimit {
-                    needed,
+        let newest = self.layers.last().expect("at least one layer");
+        let plan = next_layer::<L>(newest.meta(), u64::from(self.expansion), &self.params)
+            .map_err(|why| match why {
+                NoNextLayer::CapacityOverflow => FilterError::OverLimit {
+                    needed: u64::MAX,
                     limit: max_bytes,
-                })
-            } else {
-                Ok(())
-            }
-        };
-        let expansion = u64::from(self.expansion);
-        match &mut self.layers {
-            Layers::Blocked(layers) => {
-                let newest = layers.last().expect("at least one layer");
-                let capacity = newest.capacity().checked_mul(expansion).ok_or(too_big)?;
-                // Halving forever would reach zero after ~1075 layers; sizing treats rates
-                // below its floor alike, so flooring here changes nothing but keeps it valid.
-                let error = (newest.error() * TIGHTENING).max(f64::MIN_POSITIVE);
-                let geometry = sizing::plan_layer(capacity, error)?;
-                check(current, geometry.bytes())?;
-                let layer = BlockedLayer::with_geometry(capacity, error, geometry)?;
-                let len = layer.as_bytes().len() as u64;
-                try_push(layers, layer)?;
-                // The layer that stops taking items keeps its false-positive estimate.
-                let sealed = layers.len() - 2;
-                layers[sealed].refresh_estimate();
-                self.ends.push(end.saturating_add(len));
-                Ok(())
-            }
-            Layers::Classic {
-                options, layers, ..
-            } => {
-                let newest = layers.last().expect("at least one layer").meta();
-                let entries = newest.entries.checked_mul(expansion).ok_or(too_big)?;
-                let meta = ClassicMeta::plan(entries, newest.error * TIGHTENING, *options)?;
-                check(current, meta.bytes())?;
-                let layer = ClassicLayer::new(meta)?;
-                let len = layer.as_bytes().len() as u64;
-                try_push(layers, layer)?;
-                self.ends.push(end.saturating_add(len));
-                Ok(())
-            }
+                },
+                NoNextLayer::Sizing(e) => e.into(),
+            })?;
+        let needed = Self::grown_memory(self.memory_usage(), self.layers.len(), 1, plan.bytes());
+        if needed > max_bytes {
+            return Err(FilterError::OverLimit {
+                needed,
+                limit: max_bytes,
+            });
         }
+        let layer = L::empty(plan)?;
+        let len = layer.as_bytes().len() as u64;
+        try_push(&mut self.layers, layer)?;
+        let sealed = self.layers.len() - 2;
+        self.layers[sealed].seal();
+        self.ends.push(end.saturating_add(len));
+        Ok(())
     }
 
-    /// The layers.
-    pub fn layers(&self) -> &Layers {
+    /// The layers, oldest first.
+    pub fn layers(&self) -> &[L] {
         &self.layers
     }
 
-    /// The blocked layers, or `None` for a classic filter.
-    pub fn blocked_layers(&self) -> Option<&[BlockedLayer]> {
-        match &self.layers {
-            Layers::Blocked(layers) => Some(layers),
-            Layers::Classic { .. } => None,
-        }
+    /// What the layers share.
+    pub fn params(&self) -> &L::Params {
+        &self.params
     }
 
     /// Number of layers.
     pub fn layer_count(&self) -> usize {
-        match &self.layers {
-            Layers::Blocked(l) => l.len(),
-            Layers::Classic { layers, .. } => layers.len(),
-        }
+        self.layers.len()
     }
 
     /// Each layer's figures, oldest first.
     pub fn layer_summaries(&self) -> Vec<LayerSummary> {
-        match &self.layers {
-            Layers::Blocked(layers) => layers.iter().map(BlockedLayer::summary).collect(),
-            Layers::Classic { layers, .. } => layers
-                .iter()
-                .map(|l| LayerSummary {
-                    capacity: l.meta().entries,
-                    error: l.meta().error,
-                    items: l.meta().size,
-                    bytes: l.meta().bytes(),
-                    set_bits: l.set_bits(),
-                    total_bits: l.meta().bits,
-                    hashes: l.meta().hashes,
-                    blocks_per_item: 1,
-                })
-                .collect(),
-        }
+        self.layers.iter().map(L::summary).collect()
+    }
+
+    /// Items and capacity of layer `index` (oldest first).
+    pub fn layer_load(&self, index: usize) -> Option<(u64, u64)> {
+        let summary = self.layers.get(index)?.summary();
+        Some((summary.items, summary.capacity))
     }
 
     /// Each layer's bit array as bytes, oldest first.
     pub fn layer_bytes(&self) -> Vec<&[u8]> {
-        match &self.layers {
-            Layers::Blocked(layers) => layers.iter().map(BlockedLayer::as_bytes).collect(),
-            Layers::Classic { layers, .. } => layers.iter().map(ClassicLayer::as_bytes).collect(),
-        }
+        self.layers.iter().map(L::as_bytes).collect()
     }
 
     /// Layer `index`'s bit array as bytes.
     pub fn layer_bytes_at(&self, index: usize) -> &[u8] {
-        match &self.layers {
-            Layers::Blocked(layers) => layers[index].as_bytes(),
-            Layers::Classic { layers, .. } => layers[index].as_bytes(),
-        }
+        self.layers[index].as_bytes()
     }
 
     /// ORs bytes into layer `index` at `offset`; the caller has checked the range.
     pub(crate) fn or_layer_bytes(&mut self, index: usize, offset: usize, data: &[u8]) {
-        match &mut self.layers {
-            Layers::Blocked(layers) => layers[index].or_bytes(offset, data),
-            Layers::Classic { layers, .. } => layers[index].or_bytes(offset, data),
-        }
+        self.layers[index].or_bytes(offset, data)
     }
 
     /// Items added (an add that found the item present does not count).
@@ -729,20 +439,14 @@ impl ScalableFilter {
 
     /// The sum of the layers' capacities.
     pub fn capacity(&self) -> u64 {
-        self.layer_summaries()
+        self.layers
             .iter()
-            .fold(0u64, |sum, l| sum.saturating_add(l.capacity))
+            .fold(0u64, |sum, l| sum.saturating_add(l.meta().capacity()))
     }
 
-    /// The error rate the filter was created with (for a classic filter loaded from
-    /// RedisBloom, derived from its first layer).
+    /// The error rate the filter was created with (or derived from its first layer).
     pub fn error(&self) -> f64 {
         self.error
-    }
-
-    /// The growth factor, or `None` for a non-scaling filter.
-    pub fn expansion(&self) -> Option<u32> {
-        (self.expansion != 0).then_some(self.expansion)
     }
 
     /// The raw growth factor (0 for non-scaling), as persisted.
@@ -750,64 +454,34 @@ impl ScalableFilter {
         self.expansion
     }
 
-    /// Whether the layers are RedisBloom's.
-    pub fn is_classic(&self) -> bool {
-        matches!(self.layers, Layers::Classic { .. })
-    }
-
-    /// The hash width RedisBloom reports (BF.DEBUG `hashwidth`).
-    pub fn classic_hash_width(&self) -> Option<u32> {
-        match &self.layers {
-            Layers::Classic { options, .. } => {
-                Some(if options & OPT_FORCE64 != 0 { 64 } else { 32 })
-            }
-            Layers::Blocked(_) => None,
-        }
-    }
-
-    /// Bytes the filter takes: its struct, its layer table and its bit arrays, each as the
-    /// allocator model (`footprint`) counts it. Deterministic: equal filters report equal
-    /// figures on every server.
+    /// Bytes the chain takes by the allocator model (`modelled_bytes`).
     pub fn memory_usage(&self) -> u64 {
-        match &self.layers {
-            Layers::Blocked(l) => {
-                Self::modelled_bytes(false, l.len(), l.iter().map(BlockedLayer::bytes))
-            }
-            Layers::Classic { layers, .. } => {
-                Self::modelled_bytes(true, layers.len(), layers.iter().map(ClassicLayer::bytes))
-            }
-        }
+        Self::modelled_bytes(self.layers.len(), self.layers.iter().map(L::bytes))
+    }
+
+    /// Calls `each` with every heap block the chain's layers live in: the layer table, then
+    /// each bit array (not the end offsets, which the allocator is not asked about).
+    pub fn allocations<'a>(&'a self, each: &mut impl FnMut(Allocation<'a>)) {
+        Allocation::of_vec(&self.layers)
+            .into_iter()
+            .chain(self.layers.iter().filter_map(L::allocation))
+            .for_each(each);
+    }
+
+    /// `BF.DEBUG`'s line for each layer.
+    pub fn debug_lines(&self) -> impl Iterator<Item = String> + '_ {
+        self.layers.iter().map(|l| l.debug_line(&self.params))
     }
 
     /// A deep copy, reporting allocation failure instead of aborting.
     pub fn try_clone(&self) -> Result<Self, FilterError> {
-        let layers = match &self.layers {
-            Layers::Blocked(layers) => {
-                let mut copy = try_vec(layers.len())?;
-                for l in layers {
-                    copy.push(l.try_clone()?);
-                }
-                Layers::Blocked(copy)
-            }
-            Layers::Classic {
-                options,
-                growth,
-                layers,
-            } => {
-                let mut copy = try_vec(layers.len())?;
-                for l in layers {
-                    copy.push(l.try_clone()?);
-                }
-                Layers::Classic {
-                    options: *options,
-                    growth: *growth,
-                    layers: copy,
-                }
-            }
-        };
+        let mut layers = try_vec(self.layers.len())?;
+        for l in &self.layers {
+            layers.push(l.try_clone()?);
+        }
         let mut ends = try_vec(self.ends.len())?;
         ends.extend_from_slice(&self.ends);
-        Ok(ScalableFilter {
+        Ok(Chain {
             layers,
             ends,
             ..*self
@@ -818,7 +492,26 @@ impl ScalableFilter {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::blocked::LayerMeta;
+    use crate::bloom::blocked::{BlockedLayer, LayerMeta};
+    use crate::bloom::classic::ClassicParams;
+    use crate::bloom::filter::Layout;
+    use crate::bloom::sizing;
+    use crate::hash::ItemHash;
+
+    /// The chain of a blocked filter.
+    fn blocked(f: &ScalableFilter) -> &Chain<BlockedLayer> {
+        match f {
+            ScalableFilter::Blocked(c) => c,
+            ScalableFilter::Classic(_) => panic!("blocked"),
+        }
+    }
+
+    fn blocked_mut(f: &mut ScalableFilter) -> &mut Chain<BlockedLayer> {
+        match f {
+            ScalableFilter::Blocked(c) => c,
+            ScalableFilter::Classic(_) => panic!("blocked"),
+        }
+    }
 
     const NO_LIMIT: u64 = u64::MAX;
 
@@ -936,8 +629,9 @@ pub(crate) mod tests {
             items: huge,
             geometry,
         };
-        let layer = BlockedLayer::from_parts(meta, crate::blocked::zeroed_blocks(1).unwrap());
-        let mut f = ScalableFilter::from_blocked(vec![layer], huge, 0.01, 2);
+        let layer =
+            BlockedLayer::from_parts(meta, crate::bloom::blocked::zeroed_blocks(1).unwrap());
+        let mut f = ScalableFilter::Blocked(Chain::from_parts(vec![layer], huge, 0.01, 2, ()));
         let before = f.clone();
         let fresh = (0..).map(item).find(|h| !f.contains(h)).unwrap();
         assert!(matches!(
@@ -964,10 +658,8 @@ pub(crate) mod tests {
 
     impl ScalableFilter {
         fn layers_full(&self) -> bool {
-            match &self.layers {
-                Layers::Blocked(l) => l.last().unwrap().is_full(),
-                Layers::Classic { layers, .. } => layers.last().unwrap().is_full(),
-            }
+            let (items, capacity) = self.layer_load(self.layer_count() - 1).unwrap();
+            items >= capacity
         }
     }
 
@@ -1056,20 +748,15 @@ pub(crate) mod tests {
         hash: &ItemHash,
         max_bytes: u64,
     ) -> Result<bool, FilterError> {
-        let Layers::Blocked(layers) = &f.layers else {
-            panic!("blocked")
-        };
-        if blocked_contains(layers, hash) {
+        let c = blocked_mut(f);
+        if BlockedLayer::contains_any(&c.layers, hash) {
             return Ok(false);
         }
-        if layers.last().unwrap().is_full() {
-            f.grow(max_bytes)?;
+        if c.layers.last().unwrap().is_full() {
+            c.grow(max_bytes)?;
         }
-        let Layers::Blocked(layers) = &mut f.layers else {
-            panic!("blocked")
-        };
-        layers.last_mut().unwrap().insert(hash);
-        f.items += 1;
+        c.layers.last_mut().unwrap().insert(hash);
+        c.items += 1;
         Ok(true)
     }
 
@@ -1118,7 +805,7 @@ pub(crate) mod tests {
                     // The batch path compiled for baseline x86-64 (software popcount).
                     let mut baseline = ScalableFilter::new(s, NO_LIMIT).unwrap();
                     let mut baseline_got = Vec::new();
-                    baseline.add_many_blocked(&refs, limit, &mut baseline_got);
+                    blocked_mut(&mut baseline).add_many_batched(&refs, limit, &mut baseline_got);
                     // One by one.
                     let mut single = ScalableFilter::new(s, NO_LIMIT).unwrap();
                     let mut single_got = Vec::new();
@@ -1145,9 +832,7 @@ pub(crate) mod tests {
                             assert_eq!(a.set_bits, b.set_bits, "{name}: {what}");
                             assert_eq!(a.items, b.items, "{name}: {what}");
                         }
-                        for (layer, bytes) in
-                            f.blocked_layers().unwrap().iter().zip(f.layer_bytes())
-                        {
+                        for (layer, bytes) in blocked(f).layers().iter().zip(f.layer_bytes()) {
                             assert_eq!(
                                 layer.set_bits(),
                                 crate::bits::count_ones(bytes),
@@ -1155,7 +840,7 @@ pub(crate) mod tests {
                             );
                         }
                     }
-                    for layer in unfused.blocked_layers().unwrap() {
+                    for layer in blocked(&unfused).layers() {
                         shapes.insert(layer.geometry().blocks_per_item);
                     }
                 }
@@ -1199,13 +884,11 @@ pub(crate) mod tests {
         }
         assert!(f.is_classic());
         assert_eq!(f.classic_hash_width(), Some(64));
-        let Layers::Classic {
-            options, growth, ..
-        } = f.layers()
-        else {
+        let ScalableFilter::Classic(c) = &f else {
             panic!("classic")
         };
-        assert_eq!((*options, *growth), (5, 2));
+        let ClassicParams { options, growth } = *c.params();
+        assert_eq!((options, growth), (5, 2));
         let bytes: Vec<u64> = f.layer_summaries().iter().map(|l| l.bytes).collect();
         assert_eq!(bytes, vec![16, 32, 72, 160]);
     }
@@ -1219,15 +902,16 @@ pub(crate) mod tests {
             lo: mix64(seed ^ n),
             hi: mix64(seed.rotate_left(17) ^ n),
         };
+        let c = blocked_mut(&mut f);
         let mut i = 0u64;
-        while f.items() < capacity {
-            f.add_hashed(&hash(2 * i), NO_LIMIT).unwrap();
+        while c.items() < capacity {
+            c.add_hash(&hash(2 * i), NO_LIMIT, true).unwrap();
             i += 1;
         }
-        let state = f.blocked_layers().unwrap()[0].state_fpr();
+        let state = c.layers()[0].state_fpr();
         // Odd indexes: never an inserted item.
         let positives = (0..probes)
-            .filter(|&j| f.contains_hashed(&hash(2 * j + 1)))
+            .filter(|&j| BlockedLayer::contains_any(c.layers(), &hash(2 * j + 1)))
             .count();
         (state, positives as f64 / probes as f64)
     }
@@ -1270,7 +954,7 @@ pub(crate) mod tests {
             .filter(|j| f.contains(format!("absent:{j}").as_bytes()))
             .count() as f64;
         let measured = positives / probes as f64;
-        let exact = f.blocked_layers().unwrap()[0].state_fpr();
+        let exact = blocked(&f).layers()[0].state_fpr();
         let sd = (exact / probes as f64).sqrt();
         assert!(
             (measured - exact).abs() < 5.0 * sd,
