@@ -8,6 +8,7 @@ pub mod blocked;
 pub mod chain;
 pub mod classic;
 pub mod codec;
+pub mod cuckoo;
 pub mod error;
 pub mod footprint;
 pub mod hash;
