@@ -53,20 +53,23 @@
 //!   2.2+ does: the data cannot tell which hash placed it, and the recorded answers of
 //!   RedisBloom for such data are these.
 //!
-//! # A false-positive rate of one's choosing (design; not built yet)
-//! RedisBloom's layout fixes `f = 8` bits per fingerprint. An extension would let a filter
-//! be created for a rate `ε`: choose `f` and `b` with the fewest bits per item
-//! `f / α(b)` such that `2b / (2^f − 1) ≤ ε` per sub-filter (tightened by the expansion's
-//! sum over sub-filters), with `α(b)` the load a bucket size reaches. Fingerprints become
-//! `fp = h mod (2^f − 1) + 1`, the alternate offset `fp·0x5bd1e995` as now (`f ≤ 32` keeps
-//! it in 64 bits), and the slots `f`-bit fields packed little-endian bucket after bucket,
-//! so `f = 8` is today's byte layout bit for bit. Such filters persist under a layerbloom
-//! encoding version and a header that carries `f` (RedisBloom could not read them anyway);
-//! filters created without the extension keep encoding version 4 and the 38-byte header.
+//! # A false-positive rate of one's choosing (sizing built; storage designed, not built)
+//! RedisBloom's layout fixes `f = 8` bits per fingerprint. The extension creates a filter for
+//! a rate `ε`: [`rate::shape_for_rate`] picks the fingerprint width `f` and bucket size `b`
+//! with the fewest bits per item `f / α(b)` such that `1 − (1 − 1/(2^f − 1))^(2bα) ≤ ε` (about
+//! `2bα/2^f`) at the load `α(b)` inserts reach. The storage it needs, not built yet:
+//! fingerprints `fp = h mod (2^f − 1) + 1` (so `f = 8` is today's rule), the alternate
+//! offset `fp·0x5bd1e995` as now (`f ≤ 32` keeps it in 64 bits), the slots `f`-bit fields
+//! packed little-endian bucket after bucket (so `f = 8` is today's byte layout bit for bit),
+//! and SCANDUMP pieces a whole number of slots long. Such filters would persist under a
+//! layerbloom encoding version with `f` as an extra field, and a SCANDUMP header of 40 bytes
+//! (RedisBloom's 38, then `u16 f`): RedisBloom refuses both, as it could not read the slots.
+//! Filters created without the extension keep encoding version 4 and the 38-byte header.
 
 pub mod codec;
 mod filter;
 pub mod params;
+pub mod rate;
 
 pub use filter::{CuckooFilter, CuckooHash, Info, Limits, SubFilter, ALT_MULTIPLIER};
 pub use params::{ParamError, Params};

@@ -540,3 +540,23 @@ fn the_reserve_rules_give_redisbloom_shapes() {
         2096
     );
 }
+
+/// The loads `rate::REACHED_LOAD` promises are reached by this eviction walk, at
+/// `rate::SIZING_MAX_ITERATIONS`, on every seed tried (8-bit fingerprints: wider ones collide
+/// less, so they fill at least as far).
+#[test]
+fn sizing_loads_are_reached_before_the_first_failed_insert() {
+    for &(bs, load) in super::rate::REACHED_LOAD {
+        for seed in 0..3u64 {
+            let buckets = 1u64 << 13;
+            let mut f = filter(buckets, bs, super::rate::SIZING_MAX_ITERATIONS, 0);
+            let l = Limits::default();
+            let mut i = 0u64;
+            while f.add(&(i ^ (seed << 40)).to_le_bytes(), &l).is_ok() {
+                i += 1;
+            }
+            let reached = i as f64 / (buckets * u64::from(bs)) as f64;
+            assert!(reached >= load, "bucket size {bs}: {reached} < {load}");
+        }
+    }
+}
