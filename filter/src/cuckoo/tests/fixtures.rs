@@ -939,3 +939,40 @@ fn malformed_payloads_are_refused_and_the_control_loads() {
     }
     fails.finish("malformed");
 }
+
+/// RedisBloom 1.x / 2.0 placed items with a 32-bit hash (README: MurmurHash2 seed 0,
+/// fingerprint the top byte or 7 when that is 0, bucket `hash mod n`, alternate `(bucket XOR
+/// fp·0x5bd1e995 mod 2^32) mod n`). The slots of such a payload are intact: every one of its
+/// items is there under that scheme, though RedisBloom 2.2+ (and this core, answering as it
+/// does) looks them up with the 64-bit one.
+#[test]
+fn old_hash_payload_slots_hold_every_item_under_the_32_bit_scheme() {
+    let Some(m) = manifest() else { return };
+    let rec = arr(&m["legacy"])
+        .iter()
+        .find(|r| r["name"] == "v3_oldhash")
+        .expect("the v3_oldhash fixture");
+    let dump = DumpValue::parse(&fixture_bytes(rec["payload_file"].as_str().unwrap()));
+    let f = codec::decode_rdb(&mut dump.source(), dump.encver, None).unwrap();
+    let sub = &f.sub_filters()[0];
+    let (n, bs) = (sub.buckets(), usize::from(f.params().bucket_size));
+    let items = expand(&rec["expect"]["tracked"]);
+    let found_old = items
+        .iter()
+        .filter(|item| {
+            let h = crate::hash::murmur2_32(item, 0);
+            let fp = match (h >> 24) as u8 {
+                0 => 7,
+                b => b,
+            };
+            let b1 = u64::from(h) % n;
+            let b2 = (u64::from(h) ^ u64::from(u32::from(fp).wrapping_mul(0x5bd1_e995))) % n;
+            [b1, b2]
+                .iter()
+                .any(|&b| sub.as_bytes()[b as usize * bs..(b as usize + 1) * bs].contains(&fp))
+        })
+        .count();
+    let found_new = items.iter().filter(|i| f.contains(i)).count();
+    assert_eq!(found_old, items.len(), "the 32-bit scheme finds every item");
+    assert_eq!(found_new, 0, "RedisBloom's answer: none found");
+}
