@@ -101,7 +101,8 @@ clean:
 # Reliability: fuzzing, heavy tests, the suite under valgrind (docs/RELIABILITY.md).
 
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := rdb_value redisbloom_rdb scandump_load args differential
+FUZZ_TARGETS := rdb_value redisbloom_rdb scandump_load args differential \
+  cuckoo_rdb cuckoo_scandump cuckoo_differential
 # cargo-fuzz needs nightly flags; RUSTC_BOOTSTRAP lets the stable toolchain accept them.
 FUZZ_ENV := RUSTC_BOOTSTRAP=1
 

@@ -5,6 +5,7 @@
 
 pub mod bits;
 pub mod bloom;
+pub mod cuckoo;
 pub mod error;
 mod fallible;
 pub mod footprint;

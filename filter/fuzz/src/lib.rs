@@ -10,6 +10,8 @@
 use layerbloom_filter::bloom::codec::{self, Strictness, MAX_CHUNK_BYTES};
 use layerbloom_filter::ScalableFilter;
 
+pub mod cuckoo;
+
 /// Memory bound for anything built from fuzz input: the filters' growth and the headers that
 /// `filter_from_header` allocates zeroed.
 pub const MAX_BYTES: u64 = 1 << 24;

@@ -1,0 +1,148 @@
+//! `CF.LOADCHUNK`: a SCANDUMP header creates an empty filter (a client's header, or one
+//! replayed from the AOF or a primary), then chunks are written at iterators of the fuzzer's
+//! choosing. Every chunk is accepted exactly when it is non-empty, lies inside one sub-filter
+//! and overwrites no fingerprint with another (checked against a model of the sub-filters'
+//! byte ranges here); it lands exactly there, and a refused one changes nothing. The loaded
+//! filter is then safe under every operation, and round-trips through the stream it dumps.
+//!
+//! Input: a flags byte (bit 0: replay strictness; bit 1: the header is a `u16`-length string
+//! rather than 38 bytes), the header, then chunks: a tag byte, `u16 len, data`, and either a
+//! `u32` offset (even tag: iterator `1 + offset + len`, aimed at the sub-filters) or a raw
+//! `u64` iterator (odd tag).
+
+#![no_main]
+
+use layerbloom_filter::format::{CodecError, Strictness};
+use layerbloom_filter::cuckoo::codec::{self, Header, HEADER_BYTES};
+use layerbloom_fuzz::cuckoo::{exercise, scandump_round_trip};
+use layerbloom_fuzz::Input;
+use libfuzzer_sys::fuzz_target;
+
+/// The memory limit for the filters a header creates here: small, so each input runs fast.
+const LOAD_LIMIT: u64 = 1 << 20;
+
+fuzz_target!(|data: &[u8]| {
+    let mut input = Input::new(data);
+    let Some(flags) = input.u8() else {
+        return;
+    };
+    let strictness = if flags & 1 != 0 {
+        Strictness::Rdb
+    } else {
+        Strictness::LoadChunk
+    };
+    let header_bytes = if flags & 2 != 0 {
+        input.bytes16()
+    } else {
+        input.take(HEADER_BYTES)
+    };
+    let Some(header_bytes) = header_bytes else {
+        return;
+    };
+    let header = match Header::decode(header_bytes) {
+        Ok(h) => h,
+        Err(_) => {
+            assert_ne!(header_bytes.len(), HEADER_BYTES, "a 38-byte header is read");
+            return;
+        }
+    };
+    assert_eq!(header.encode().as_slice(), header_bytes, "header fields");
+    let shape = header.shape(strictness);
+    let mut filter = match codec::filter_from_header(&header, strictness, LOAD_LIMIT) {
+        Ok(f) => f,
+        Err(e) => {
+            assert!(
+                shape.is_err() || header.memory_bytes(strictness).unwrap() > LOAD_LIMIT,
+                "a header within the limit was refused: {e}"
+            );
+            return;
+        }
+    };
+    let (params, lengths) = shape.expect("a header that built a filter has a shape");
+    assert!(filter.memory_usage() <= LOAD_LIMIT);
+    assert_eq!(Header::of(&filter), header, "the filter is the header's");
+    assert_eq!(filter.params(), params);
+    let got: Vec<u64> = filter
+        .sub_filters()
+        .iter()
+        .map(|s| s.as_bytes().len() as u64)
+        .collect();
+    assert_eq!(got, lengths, "sub-filters as long as the header said");
+    assert!(filter
+        .sub_filters()
+        .iter()
+        .all(|s| s.as_bytes().iter().all(|&x| x == 0)));
+    let total: u64 = lengths.iter().sum();
+    if strictness == Strictness::LoadChunk {
+        assert!(
+            header.items <= total,
+            "a client's header with more items than slots"
+        );
+    }
+    // A client's header is at least as strict as a replayed one.
+    if strictness == Strictness::LoadChunk {
+        assert!(header.shape(Strictness::Rdb).is_ok());
+    }
+
+    // Byte ranges of the sub-filters in the concatenation SCANDUMP numbers.
+    let mut ranges = Vec::new();
+    let mut start = 0u64;
+    for &l in &lengths {
+        ranges.push((start, start + l));
+        start += l;
+    }
+    let small = total <= 1 << 16;
+    while let Some(tag) = input.u8() {
+        let Some(chunk) = input.bytes16() else {
+            break;
+        };
+        let len = chunk.len() as u64;
+        let it = if tag & 1 == 0 {
+            let Some(off) = input.u32() else { break };
+            1 + u64::from(off) % (total + 2) + len
+        } else {
+            let Some(raw) = input.u64() else { break };
+            raw
+        };
+        let offset = it.checked_sub(1).and_then(|e| e.checked_sub(len));
+        let target = offset.and_then(|off| {
+            ranges
+                .iter()
+                .position(|&(a, b)| off >= a && off + len <= b)
+                .map(|i| (i, (off - ranges[i].0) as usize))
+        });
+        let old = target.map(|(i, within)| {
+            filter.sub_filters()[i].as_bytes()[within..within + chunk.len()].to_vec()
+        });
+        // Empty slots may be filled and fingerprints repeated, never replaced.
+        let clashes = old
+            .as_ref()
+            .is_some_and(|old| old.iter().zip(chunk).any(|(&o, &d)| o != 0 && o != d));
+        let fits = !chunk.is_empty() && target.is_some() && !clashes;
+        let before = small.then(|| filter.clone());
+        match codec::load_chunk(&mut filter, it, chunk) {
+            Ok(()) => {
+                assert!(fits, "a chunk that does not fit was accepted (it {it})");
+                let (i, within) = target.expect("fits");
+                assert_eq!(
+                    &filter.sub_filters()[i].as_bytes()[within..within + chunk.len()],
+                    chunk,
+                    "the chunk did not land where its iterator says"
+                );
+            }
+            Err(e) => {
+                assert!(!fits, "a chunk that fits was refused (it {it}): {e}");
+                if clashes {
+                    assert!(matches!(e, CodecError::BadData(_)));
+                }
+                if let Some(before) = before {
+                    assert_eq!(filter, before, "a refused chunk changed the filter");
+                }
+            }
+        }
+    }
+    // A fully loaded filter's own stream rebuilds it.
+    scandump_round_trip(&filter);
+    let mut copy = filter.clone();
+    exercise(&mut copy, b"chunk");
+});

@@ -1,0 +1,673 @@
+//! The filter: sub-filters of buckets of one-byte fingerprints, and every operation with
+//! RedisBloom's exact placement rules (see the module documentation).
+
+use super::params::{Params, MAX_SUB_FILTERS};
+use super::CuckooError;
+use crate::error::FilterError;
+use crate::hash::murmur64a;
+
+/// The odd constant that turns a fingerprint into the XOR distance between its two buckets.
+pub const ALT_MULTIPLIER: u64 = 0x5bd1_e995;
+
+/// Items hashed and prefetched together by the batch paths: enough to overlap the cache
+/// misses of many items, few enough that their buckets stay in L1 until probed.
+const BATCH: usize = 32;
+
+/// An item's fingerprint and its two candidate bucket hashes. A sub-filter of `n` buckets
+/// (a power of two) keeps the fingerprint in bucket `h1 mod n` or `h2 mod n`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CuckooHash {
+    /// 1..=255; 0 marks an empty slot.
+    pub fp: u8,
+    pub h1: u64,
+    pub h2: u64,
+}
+
+impl CuckooHash {
+    /// Hashes an item as RedisBloom does (MurmurHash64A, seed 0).
+    #[inline]
+    pub fn of(item: &[u8]) -> Self {
+        Self::from_hash(murmur64a(item, 0))
+    }
+
+    /// The fingerprint and buckets of a 64-bit item hash.
+    #[inline]
+    pub fn from_hash(hash: u64) -> Self {
+        let fp = (hash % 255 + 1) as u8;
+        CuckooHash {
+            fp,
+            h1: hash,
+            h2: hash ^ alt_offset(fp),
+        }
+    }
+}
+
+/// The XOR distance between a fingerprint's two buckets. Below 2^40, so it never overflows.
+#[inline]
+fn alt_offset(fp: u8) -> u64 {
+    u64::from(fp) * ALT_MULTIPLIER
+}
+
+/// One sub-filter: `buckets` (a power of two) buckets of `bucket size` one-byte slots, laid
+/// out bucket after bucket exactly as RedisBloom persists them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubFilter {
+    buckets: u64,
+    slots: Vec<u8>,
+}
+
+impl SubFilter {
+    /// An empty sub-filter; its zeroed memory costs nothing until written.
+    pub(crate) fn zeroed(buckets: u64, bucket_size: u8) -> Result<Self, FilterError> {
+        let bytes =
+            slot_bytes(buckets, bucket_size).ok_or(FilterError::OutOfMemory { bytes: u64::MAX })?;
+        Ok(SubFilter {
+            buckets,
+            slots: crate::zeroed::try_zeroed_vec(bytes)?,
+        })
+    }
+
+    /// A sub-filter from persisted slots (the caller checked `slots.len()`).
+    pub(crate) fn from_slots(buckets: u64, slots: Vec<u8>) -> Self {
+        SubFilter { buckets, slots }
+    }
+
+    /// Its bucket count.
+    pub fn buckets(&self) -> u64 {
+        self.buckets
+    }
+
+    /// Its slot bytes, as `CF.SCANDUMP` and the RDB value carry them.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.slots
+    }
+
+    pub(crate) fn as_bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.slots
+    }
+
+    /// Occupied slots.
+    pub fn occupied(&self) -> u64 {
+        self.slots.iter().filter(|&&s| s != 0).count() as u64
+    }
+
+    #[inline]
+    fn mask(&self) -> u64 {
+        self.buckets - 1
+    }
+
+    /// Bucket `b` (below `buckets`). Offsets are computed in 64 bits: RedisBloom computes
+    /// them in 32, which wraps in sub-filters over 4 GiB.
+    #[inline]
+    fn bucket(&self, b: u64, bs: usize) -> &[u8] {
+        let start = b as usize * bs;
+        &self.slots[start..start + bs]
+    }
+
+    #[inline]
+    fn bucket_mut(&mut self, b: u64, bs: usize) -> &mut [u8] {
+        let start = b as usize * bs;
+        &mut self.slots[start..start + bs]
+    }
+
+    /// Stores `fp` in the first empty slot of bucket `b`, if it has one.
+    #[inline]
+    fn put(&mut self, b: u64, bs: usize, fp: u8) -> bool {
+        let bucket = self.bucket_mut(b, bs);
+        match bucket.iter().position(|&s| s == 0) {
+            Some(i) => {
+                bucket[i] = fp;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether either candidate bucket holds the fingerprint.
+    #[inline]
+    fn holds(&self, h: &CuckooHash, bs: usize) -> bool {
+        let m = self.mask();
+        self.bucket(h.h1 & m, bs).contains(&h.fp) || self.bucket(h.h2 & m, bs).contains(&h.fp)
+    }
+
+    /// Starts loading both candidate buckets.
+    #[inline]
+    fn prefetch(&self, h: &CuckooHash, bs: usize) {
+        let m = self.mask();
+        prefetch(self.slots[(h.h1 & m) as usize * bs..].as_ptr());
+        prefetch(self.slots[(h.h2 & m) as usize * bs..].as_ptr());
+    }
+}
+
+/// Bytes of a sub-filter's slots, if they fit in memory at all.
+pub(crate) fn slot_bytes(buckets: u64, bucket_size: u8) -> Option<u64> {
+    buckets
+        .checked_mul(u64::from(bucket_size))
+        .filter(|&b| b <= isize::MAX as u64)
+}
+
+#[inline]
+fn prefetch(ptr: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is a hint with no architectural effect; any address is allowed.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(ptr.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = ptr;
+}
+
+/// What an adding command may do: the sub-filter count at which it is refused before any
+/// item (RedisBloom's `CF_MAX_EXPANSIONS`) and the bytes growth may take the filter to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_expansions: usize,
+    pub max_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_expansions: super::params::DEFAULT_MAX_EXPANSIONS,
+            max_bytes: u64::MAX,
+        }
+    }
+}
+
+/// `CF.INFO`'s figures, in its order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Info {
+    /// RedisBloom's own size figure (`CuckooFilter::info_size`).
+    pub size: u64,
+    /// The first sub-filter's bucket count.
+    pub buckets: u64,
+    pub filters: u64,
+    pub items: u64,
+    pub deletes: u64,
+    pub bucket_size: u64,
+    pub expansion: u64,
+    pub max_iterations: u64,
+}
+
+/// A scalable cuckoo filter: one or more sub-filters, sub-filter `i` having `buckets ×
+/// expansion^i` buckets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CuckooFilter {
+    subs: Vec<SubFilter>,
+    items: u64,
+    deletes: u64,
+    params: Params,
+}
+
+impl CuckooFilter {
+    /// An empty filter of one sub-filter of `buckets` buckets (a power of two), refused if
+    /// it would take more than `max_bytes` by the allocator model.
+    pub fn new(buckets: u64, params: Params, max_bytes: u64) -> Result<Self, CuckooError> {
+        params.check().map_err(CuckooError::Params)?;
+        if !buckets.is_power_of_two() {
+            return Err(CuckooError::Params(super::ParamError::Buckets));
+        }
+        let bytes = slot_bytes(buckets, params.bucket_size)
+            .ok_or(FilterError::OutOfMemory { bytes: u64::MAX })?;
+        let needed = Self::modelled_bytes(1, [bytes]);
+        if needed > max_bytes {
+            return Err(FilterError::OverLimit {
+                needed,
+                limit: max_bytes,
+            }
+            .into());
+        }
+        let mut subs = Vec::new();
+        subs.try_reserve_exact(1)
+            .map_err(|_| FilterError::OutOfMemory { bytes: 16 })?;
+        subs.push(SubFilter::zeroed(buckets, params.bucket_size)?);
+        Ok(CuckooFilter {
+            subs,
+            items: 0,
+            deletes: 0,
+            params,
+        })
+    }
+
+    /// A filter from validated persisted parts.
+    pub(crate) fn from_parts(
+        subs: Vec<SubFilter>,
+        items: u64,
+        deletes: u64,
+        params: Params,
+    ) -> Self {
+        CuckooFilter {
+            subs,
+            items,
+            deletes,
+            params,
+        }
+    }
+
+    pub fn params(&self) -> Params {
+        self.params
+    }
+
+    pub fn items(&self) -> u64 {
+        self.items
+    }
+
+    pub fn deletes(&self) -> u64 {
+        self.deletes
+    }
+
+    /// The first sub-filter's bucket count.
+    pub fn buckets(&self) -> u64 {
+        self.subs[0].buckets
+    }
+
+    pub fn sub_filters(&self) -> &[SubFilter] {
+        &self.subs
+    }
+
+    pub(crate) fn sub_filters_mut(&mut self) -> &mut [SubFilter] {
+        &mut self.subs
+    }
+
+    /// Bytes of all sub-filters' slots.
+    pub fn slot_bytes(&self) -> u64 {
+        self.subs.iter().map(|s| s.slots.len() as u64).sum()
+    }
+
+    /// `CF.INFO`'s `Size`: RedisBloom's struct (40 bytes), a 16-byte entry per sub-filter and
+    /// the slots. Not the real allocation (`memory_usage`), but RedisBloom's figure exactly.
+    pub fn info_size(&self) -> u64 {
+        40u64
+            .saturating_add(16u64.saturating_mul(self.subs.len() as u64))
+            .saturating_add(self.slot_bytes())
+    }
+
+    /// Every `CF.INFO` figure.
+    pub fn info(&self) -> Info {
+        Info {
+            size: self.info_size(),
+            buckets: self.buckets(),
+            filters: self.subs.len() as u64,
+            items: self.items,
+            deletes: self.deletes,
+            bucket_size: u64::from(self.params.bucket_size),
+            expansion: u64::from(self.params.expansion),
+            max_iterations: u64::from(self.params.max_iterations),
+        }
+    }
+
+    /// `CF.DEBUG`'s line.
+    pub fn debug_line(&self) -> String {
+        format!(
+            "bktsize:{} buckets:{} items:{} deletes:{} filters:{} max_iterations:{} expansion:{}",
+            self.params.bucket_size,
+            self.buckets(),
+            self.items,
+            self.deletes,
+            self.subs.len(),
+            self.params.max_iterations,
+            self.params.expansion
+        )
+    }
+
+    /// Bytes the filter takes by the allocator model (`footprint`): its struct, its
+    /// sub-filter table and every slot array. Equal filters give equal figures everywhere.
+    pub fn memory_usage(&self) -> u64 {
+        Self::modelled_bytes(
+            self.subs.len(),
+            self.subs.iter().map(|s| s.slots.len() as u64),
+        )
+    }
+
+    /// `memory_usage` of a filter of `count` sub-filters with these slot array lengths.
+    pub fn modelled_bytes(count: usize, slot_arrays: impl IntoIterator<Item = u64>) -> u64 {
+        use crate::footprint::allocation;
+        use std::mem::size_of;
+        let boxed = allocation(size_of::<CuckooFilter>() as u64, 8);
+        let table = allocation(
+            (count as u64).saturating_mul(size_of::<SubFilter>() as u64),
+            8,
+        );
+        slot_arrays
+            .into_iter()
+            .fold(boxed.saturating_add(table), |sum, bytes| {
+                sum.saturating_add(allocation(bytes, 1))
+            })
+    }
+
+    /// A deep copy, reporting allocation failure instead of aborting.
+    pub fn try_clone(&self) -> Result<Self, FilterError> {
+        let mut subs = Vec::new();
+        subs.try_reserve_exact(self.subs.len())
+            .map_err(|_| FilterError::OutOfMemory {
+                bytes: self.subs.len() as u64 * 32,
+            })?;
+        for s in &self.subs {
+            let mut slots = Vec::new();
+            slots
+                .try_reserve_exact(s.slots.len())
+                .map_err(|_| FilterError::OutOfMemory {
+                    bytes: s.slots.len() as u64,
+                })?;
+            slots.extend_from_slice(&s.slots);
+            subs.push(SubFilter {
+                buckets: s.buckets,
+                slots,
+            });
+        }
+        Ok(CuckooFilter { subs, ..*self })
+    }
+
+    #[inline]
+    fn bs(&self) -> usize {
+        usize::from(self.params.bucket_size)
+    }
+
+    // ---- lookups ------------------------------------------------------------------------
+
+    /// Whether some sub-filter holds the item's fingerprint in one of its buckets.
+    pub fn contains(&self, item: &[u8]) -> bool {
+        self.contains_hash(&CuckooHash::of(item))
+    }
+
+    #[inline]
+    pub fn contains_hash(&self, h: &CuckooHash) -> bool {
+        let bs = self.bs();
+        self.subs.iter().rev().any(|s| s.holds(h, bs))
+    }
+
+    /// Slots holding the item's fingerprint in both buckets of every sub-filter; a bucket
+    /// is counted twice when both candidates are the same bucket, as RedisBloom does.
+    pub fn count(&self, item: &[u8]) -> u64 {
+        self.count_hash(&CuckooHash::of(item))
+    }
+
+    pub fn count_hash(&self, h: &CuckooHash) -> u64 {
+        let bs = self.bs();
+        let in_bucket = |s: &SubFilter, b: u64| {
+            s.bucket(b & s.mask(), bs)
+                .iter()
+                .filter(|&&x| x == h.fp)
+                .count() as u64
+        };
+        self.subs
+            .iter()
+            .map(|s| in_bucket(s, h.h1) + in_bucket(s, h.h2))
+            .sum()
+    }
+
+    /// Starts loading every bucket a batch will probe, in every sub-filter.
+    fn prefetch_batch(&self, hashes: &[CuckooHash]) {
+        let bs = self.bs();
+        for s in self.subs.iter().rev() {
+            for h in hashes {
+                s.prefetch(h, bs);
+            }
+        }
+    }
+
+    /// `contains` for many items, in order: each batch is hashed and all its candidate
+    /// buckets requested before any is probed, so the misses overlap.
+    pub fn contains_many(&self, items: &[&[u8]]) -> Vec<bool> {
+        let mut out = Vec::with_capacity(items.len());
+        let mut batch = [CuckooHash::from_hash(0); BATCH];
+        for chunk in items.chunks(BATCH) {
+            let hashes = hash_batch(chunk, &mut batch);
+            self.prefetch_batch(hashes);
+            out.extend(hashes.iter().map(|h| self.contains_hash(h)));
+        }
+        out
+    }
+
+    // ---- inserts ------------------------------------------------------------------------
+
+    /// Refuses an adding command once the filter has `limits.max_expansions` sub-filters,
+    /// whether or not its items would fit (RedisBloom's rule, checked once per command).
+    pub fn check_expansions(&self, limits: &Limits) -> Result<(), CuckooError> {
+        if self.subs.len() >= limits.max_expansions {
+            return Err(CuckooError::MaxExpansions);
+        }
+        Ok(())
+    }
+
+    /// `CF.ADD`: adds the item even if present (a duplicate takes another slot).
+    pub fn add(&mut self, item: &[u8], limits: &Limits) -> Result<(), CuckooError> {
+        self.check_expansions(limits)?;
+        self.insert_hash(&CuckooHash::of(item), limits.max_bytes)
+    }
+
+    /// `CF.ADDNX`: adds the item unless it looks present; `Ok(false)` changed nothing.
+    pub fn add_nx(&mut self, item: &[u8], limits: &Limits) -> Result<bool, CuckooError> {
+        self.check_expansions(limits)?;
+        let h = CuckooHash::of(item);
+        if self.contains_hash(&h) {
+            return Ok(false);
+        }
+        self.insert_hash(&h, limits.max_bytes).map(|()| true)
+    }
+
+    /// `CF.INSERT` (`nx` false) and `CF.INSERTNX` (`nx` true): the expansion limit is
+    /// checked once, before any item (`Err`); then one result per item, as if added one by
+    /// one: `Ok(true)` added, `Ok(false)` present (NX only), `Err(Full)` did not fit (the
+    /// next items are still tried). Any other error stops the batch: the results end there.
+    pub fn insert_many(
+        &mut self,
+        items: &[&[u8]],
+        nx: bool,
+        limits: &Limits,
+    ) -> Result<Vec<Result<bool, CuckooError>>, CuckooError> {
+        self.check_expansions(limits)?;
+        let mut out = Vec::with_capacity(items.len());
+        let mut batch = [CuckooHash::from_hash(0); BATCH];
+        for chunk in items.chunks(BATCH) {
+            let hashes = hash_batch(chunk, &mut batch);
+            // Only a hint: earlier inserts of the batch may grow the filter, which changes
+            // nothing about the results.
+            self.prefetch_batch(hashes);
+            for h in hashes {
+                let result = if nx && self.contains_hash(h) {
+                    Ok(false)
+                } else {
+                    self.insert_hash(h, limits.max_bytes).map(|()| true)
+                };
+                let stop = matches!(&result, Err(e) if *e != CuckooError::Full);
+                out.push(result);
+                if stop {
+                    return Ok(out);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Adds a fingerprint: the first empty slot of its buckets from the newest sub-filter to
+    /// the oldest, else evictions in the newest, else a new sub-filter. A failure changes
+    /// nothing.
+    fn insert_hash(&mut self, h: &CuckooHash, max_bytes: u64) -> Result<(), CuckooError> {
+        if !self.place(h) && !self.kick(h) {
+            if self.params.expansion == 0 {
+                return Err(CuckooError::Full);
+            }
+            self.grow(max_bytes)?;
+            let placed = self.place(h);
+            debug_assert!(placed, "a new sub-filter is empty");
+        }
+        self.items = self.items.saturating_add(1);
+        Ok(())
+    }
+
+    fn place(&mut self, h: &CuckooHash) -> bool {
+        let bs = self.bs();
+        for s in self.subs.iter_mut().rev() {
+            let m = s.mask();
+            if s.put(h.h1 & m, bs, h.fp) || s.put(h.h2 & m, bs, h.fp) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The eviction walk in the newest sub-filter, from bucket `h1`: swap the fingerprint in
+    /// hand with the victim slot (0, 1, ... cycling), carry the evicted one to its other
+    /// bucket, stop at the first empty slot. Deterministic: it depends only on the item and
+    /// the filter. When it fails after `max_iterations` swaps, the swaps are undone in
+    /// reverse, which needs no log: with a power-of-two bucket count, a fingerprint's
+    /// previous bucket is its current one XOR its offset.
+    fn kick(&mut self, h: &CuckooHash) -> bool {
+        let bs = self.bs();
+        let max = usize::from(self.params.max_iterations);
+        let Some(s) = self.subs.last_mut() else {
+            return false;
+        };
+        let mask = s.mask();
+        let mut b = h.h1 & mask;
+        let mut hand = h.fp;
+        for i in 0..max {
+            std::mem::swap(&mut hand, &mut s.bucket_mut(b, bs)[i % bs]);
+            let next = (b ^ alt_offset(hand)) & mask;
+            if s.put(next, bs, hand) {
+                return true;
+            }
+            if i + 1 < max {
+                b = next;
+            }
+        }
+        // `b` is the bucket of the last swap; walk back.
+        for j in (0..max).rev() {
+            std::mem::swap(&mut hand, &mut s.bucket_mut(b, bs)[j % bs]);
+            if j > 0 {
+                b = (b ^ alt_offset(hand)) & mask;
+            }
+        }
+        debug_assert_eq!(hand, h.fp);
+        false
+    }
+
+    /// Appends a sub-filter `expansion` times the newest one's size, within `max_bytes`.
+    fn grow(&mut self, max_bytes: u64) -> Result<(), CuckooError> {
+        if self.subs.len() >= MAX_SUB_FILTERS {
+            return Err(FilterError::TooManyLayers {
+                limit: MAX_SUB_FILTERS,
+            }
+            .into());
+        }
+        let last = self.subs.last().map_or(1, |s| s.buckets);
+        let oom = FilterError::OutOfMemory { bytes: u64::MAX };
+        let buckets = last
+            .checked_mul(u64::from(self.params.expansion))
+            .ok_or(oom.clone())?;
+        let bytes = slot_bytes(buckets, self.params.bucket_size).ok_or(oom)?;
+        let needed = Self::modelled_bytes(
+            self.subs.len() + 1,
+            self.subs
+                .iter()
+                .map(|s| s.slots.len() as u64)
+                .chain([bytes]),
+        );
+        if needed > max_bytes {
+            return Err(FilterError::OverLimit {
+                needed,
+                limit: max_bytes,
+            }
+            .into());
+        }
+        self.subs
+            .try_reserve_exact(1)
+            .map_err(|_| FilterError::OutOfMemory { bytes: 32 })?;
+        self.subs
+            .push(SubFilter::zeroed(buckets, self.params.bucket_size)?);
+        Ok(())
+    }
+
+    // ---- deletes ------------------------------------------------------------------------
+
+    /// `CF.DEL`: removes one copy of the fingerprint (newest sub-filter first, bucket `h1`
+    /// before `h2`). An item never added may remove another item's equal fingerprint: that
+    /// item is then a false negative. With several sub-filters, once deletes exceed a tenth
+    /// of the items the filter compacts itself (`compact`, stopping at the first sub-filter
+    /// it cannot empty).
+    pub fn delete(&mut self, item: &[u8]) -> bool {
+        self.delete_hash(&CuckooHash::of(item))
+    }
+
+    pub fn delete_hash(&mut self, h: &CuckooHash) -> bool {
+        let bs = self.bs();
+        let found = self.subs.iter_mut().rev().any(|s| {
+            let m = s.mask();
+            [h.h1 & m, h.h2 & m].into_iter().any(|b| {
+                let bucket = s.bucket_mut(b, bs);
+                match bucket.iter().position(|&x| x == h.fp) {
+                    Some(i) => {
+                        bucket[i] = 0;
+                        true
+                    }
+                    None => false,
+                }
+            })
+        });
+        if !found {
+            return false;
+        }
+        self.items = self.items.saturating_sub(1);
+        self.deletes = self.deletes.saturating_add(1);
+        if self.subs.len() > 1 && u128::from(self.deletes) * 10 > u128::from(self.items) {
+            self.compact_with(false);
+        }
+        true
+    }
+
+    /// `CF.COMPACT`: moves fingerprints from newer sub-filters into older ones and drops the
+    /// newest while it empties; the delete count restarts at 0.
+    pub fn compact(&mut self) {
+        self.compact_with(true);
+    }
+
+    /// For each sub-filter from the newest down to the second, each fingerprint (bucket by
+    /// bucket, slot by slot) moves to the first empty slot of its two buckets in the oldest
+    /// sub-filter that has one. The two buckets come from its current bucket index: every
+    /// older sub-filter's bucket count divides this one's, so they are the item's own. An
+    /// emptied newest sub-filter is dropped. `past_full` continues past a sub-filter that
+    /// could not be emptied (`CF.COMPACT`); the automatic compaction stops there.
+    fn compact_with(&mut self, past_full: bool) {
+        let bs = self.bs();
+        for i in (1..self.subs.len()).rev() {
+            let (older, rest) = self.subs.split_at_mut(i);
+            let sub = &mut rest[0];
+            let mut left = false;
+            for b in 0..sub.buckets {
+                for slot in 0..bs {
+                    let fp = sub.bucket(b, bs)[slot];
+                    if fp == 0 {
+                        continue;
+                    }
+                    let alt = b ^ alt_offset(fp);
+                    let moved = older.iter_mut().any(|o| {
+                        let m = o.mask();
+                        o.put(b & m, bs, fp) || o.put(alt & m, bs, fp)
+                    });
+                    if moved {
+                        sub.bucket_mut(b, bs)[slot] = 0;
+                    } else {
+                        left = true;
+                    }
+                }
+            }
+            if !left {
+                if i == self.subs.len() - 1 {
+                    self.subs.pop();
+                }
+            } else if !past_full {
+                break;
+            }
+        }
+        self.deletes = 0;
+    }
+}
+
+/// Hashes a chunk of at most `BATCH` items into `out` (on the stack); returns the prefix.
+fn hash_batch<'a>(items: &[&[u8]], out: &'a mut [CuckooHash; BATCH]) -> &'a [CuckooHash] {
+    for (slot, item) in out.iter_mut().zip(items) {
+        *slot = CuckooHash::of(item);
+    }
+    &out[..items.len()]
+}

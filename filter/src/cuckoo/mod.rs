@@ -1,0 +1,97 @@
+//! Cuckoo filters, RedisBloom's exactly: the same fingerprints in the same buckets, so data
+//! moves both ways and every answer (false positives included) is the one RedisBloom gives.
+//!
+//! # The math
+//! An item is hashed once to 64 bits, `h = MurmurHash64A(item, seed 0)`. Its fingerprint is
+//! `fp = h mod 255 + 1` (1..=255; 0 marks an empty slot), and its two candidate buckets in a
+//! sub-filter of `n` buckets (a power of two) are
+//!
+//! ```text
+//! b1 = h mod n,    b2 = (h XOR fp·0x5bd1e995) mod n
+//! ```
+//!
+//! Since `n` is a power of two, `b1 = b2 XOR (fp·0x5bd1e995 mod n)`: a fingerprint alone
+//! finds its other bucket, which is what lets inserts evict ("kick") fingerprints to their
+//! alternate bucket without knowing their items. A bucket has `b` slots (the bucket size).
+//!
+//! A lookup compares the query's fingerprint with the `2b` slots of its two buckets. Each
+//! occupied slot holding another item's fingerprint matches with probability `1/255`
+//! (fingerprints are uniform over 255 values), so at load `α` (occupied slots / all slots) a
+//! sub-filter answers a false positive with probability
+//!
+//! ```text
+//! ε_sub = 1 − (1 − 1/255)^(2bα) ≈ 2bα/255 ≤ 2b/(2^f − 1)      (f = 8 bits here)
+//! ```
+//!
+//! and a filter of `k` sub-filters about `Σ ε_sub` — 1.6% at the default bucket size 2 for
+//! one full sub-filter, more with every expansion. Cuckoo filters of bucket size 2 fill to
+//! about 84% before an insert fails, size 4 to 95%, size 8 to 98%.
+//!
+//! # Scaling
+//! When an item finds no empty slot in any sub-filter and `max_iterations` evictions in the
+//! newest one fail (they are then undone: a failed insert changes nothing), a new sub-filter
+//! of `expansion` times the newest one's buckets is added; expansion 0 means the filter is
+//! full instead. Sub-filter `i` has `buckets × expansion^i` buckets. An adding command is
+//! refused before any item once the filter has `max_expansions` (RedisBloom: 32)
+//! sub-filters; one `CF.INSERT` may still grow past it, up to [`params::MAX_SUB_FILTERS`].
+//!
+//! # Deletes
+//! A delete removes one slot equal to the fingerprint from the item's buckets, newest
+//! sub-filter first. An item never added can share a fingerprint and a bucket with one that
+//! was: deleting it removes that item's slot, a false negative. With several sub-filters,
+//! deletes above a tenth of the items compact the filter: fingerprints move back to older
+//! sub-filters and an emptied newest sub-filter is dropped.
+//!
+//! # Deliberate differences from RedisBloom
+//! - Bucket offsets are 64-bit (RedisBloom computes them in 32 bits, wrapping in sub-filters
+//!   over 4 GiB, where its filters index the wrong buckets).
+//! - Persisted data is validated and refused with an error where RedisBloom asserts,
+//!   divides by zero or truncates ([`codec`]); `CF.LOADCHUNK` never overwrites a fingerprint.
+//! - Sub-filters are capped at [`params::MAX_SUB_FILTERS`]; counters saturate.
+//! - Items of RedisBloom's oldest encodings (1.x / 2.0, encoding versions 0..3) that were
+//!   placed with its former 32-bit hash are looked up with the 64-bit scheme, as RedisBloom
+//!   2.2+ does: the data cannot tell which hash placed it, and the recorded answers of
+//!   RedisBloom for such data are these.
+//!
+//! # A false-positive rate of one's choosing (sizing built; storage designed, not built)
+//! RedisBloom's layout fixes `f = 8` bits per fingerprint. The extension creates a filter for
+//! a rate `ε`: [`rate::shape_for_rate`] picks the fingerprint width `f` and bucket size `b`
+//! with the fewest bits per item `f / α(b)` such that `1 − (1 − 1/(2^f − 1))^(2bα) ≤ ε` (about
+//! `2bα/2^f`) at the load `α(b)` inserts reach. The storage it needs, not built yet:
+//! fingerprints `fp = h mod (2^f − 1) + 1` (so `f = 8` is today's rule), the alternate
+//! offset `fp·0x5bd1e995` as now (`f ≤ 32` keeps it in 64 bits), the slots `f`-bit fields
+//! packed little-endian bucket after bucket (so `f = 8` is today's byte layout bit for bit),
+//! and SCANDUMP pieces a whole number of slots long. Such filters would persist under a
+//! layerbloom encoding version with `f` as an extra field, and a SCANDUMP header of 40 bytes
+//! (RedisBloom's 38, then `u16 f`): RedisBloom refuses both, as it could not read the slots.
+//! Filters created without the extension keep encoding version 4 and the 38-byte header.
+
+pub mod codec;
+mod filter;
+pub mod params;
+pub mod rate;
+
+pub use filter::{CuckooFilter, CuckooHash, Info, Limits, SubFilter, ALT_MULTIPLIER};
+pub use params::{ParamError, Params};
+
+use crate::error::FilterError;
+
+/// Why a cuckoo operation did not happen. Every variant leaves the filter unchanged.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CuckooError {
+    /// A non-scaling filter (expansion 0) has no room for the item.
+    #[error("Filter is full")]
+    Full,
+    /// The filter has reached the sub-filter count at which adding commands are refused.
+    #[error("Maximum expansions reached")]
+    MaxExpansions,
+    /// Settings out of range.
+    #[error(transparent)]
+    Params(ParamError),
+    /// Memory: over a limit, refused by the allocator, or too many sub-filters.
+    #[error(transparent)]
+    Filter(#[from] FilterError),
+}
+
+#[cfg(test)]
+mod tests;
