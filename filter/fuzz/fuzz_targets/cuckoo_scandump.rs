@@ -12,8 +12,8 @@
 
 #![no_main]
 
-use layerbloom_filter::format::{CodecError, Strictness};
 use layerbloom_filter::cuckoo::codec::{self, Header, HEADER_BYTES};
+use layerbloom_filter::format::{CodecError, Strictness};
 use layerbloom_fuzz::cuckoo::{exercise, scandump_round_trip};
 use layerbloom_fuzz::Input;
 use libfuzzer_sys::fuzz_target;

@@ -6,9 +6,9 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use layerbloom_filter::format::{CodecError, RdbSource, Strictness};
 use layerbloom_filter::cuckoo::codec::{self, Header, RdbField, HEADER_BYTES, MAX_CHUNK_BYTES};
 use layerbloom_filter::cuckoo::{CuckooError, CuckooFilter, Limits};
+use layerbloom_filter::format::{CodecError, RdbSource, Strictness};
 
 use crate::Input;
 
@@ -366,9 +366,9 @@ mod seeds {
 
     use base64::engine::general_purpose::STANDARD as B64;
     use base64::Engine;
-    use layerbloom_filter::format::Strictness;
     use layerbloom_filter::cuckoo::codec::{self, Header, RdbField};
     use layerbloom_filter::cuckoo::{CuckooFilter, Limits, Params};
+    use layerbloom_filter::format::Strictness;
     use serde_json::Value;
 
     use super::write_fields;

@@ -30,9 +30,9 @@ use std::borrow::Cow;
 
 use super::filter::{slot_bytes, CuckooFilter, SubFilter};
 use super::params::{Params, MAX_SUB_FILTERS};
-use crate::format::{CodecError, RdbSource, Strictness};
 use crate::error::FilterError;
 use crate::footprint::allocation;
+use crate::format::{CodecError, RdbSource, Strictness};
 
 /// Bytes of the `CF.SCANDUMP` header.
 pub const HEADER_BYTES: usize = 38;

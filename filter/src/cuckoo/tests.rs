@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use super::codec::{self, Header, RdbField, HEADER_BYTES, MAX_CHUNK_BYTES};
 use super::params::{self, MAX_SUB_FILTERS};
 use super::{CuckooError, CuckooFilter, Limits, Params};
-use crate::format::Strictness;
 use crate::error::FilterError;
+use crate::format::Strictness;
 
 /// A deterministic stream of test numbers (SplitMix64).
 struct Rng(u64);

@@ -16,9 +16,9 @@ use base64::Engine;
 use serde_json::Value as Json;
 
 use super::support::{sha256_hex, DumpValue};
-use crate::format::Strictness;
 use crate::cuckoo::codec::{self, Header};
 use crate::cuckoo::{params, CuckooError, CuckooFilter, Limits, Params};
+use crate::format::Strictness;
 
 // ---------------------------------------------------------------------------------------------
 // The fixtures

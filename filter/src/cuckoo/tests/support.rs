@@ -1,8 +1,8 @@
 //! Test-only readers: RedisBloom's DUMP payloads (RDB module fields, LZF strings) and
 //! SHA-256, so the fixtures can be checked without more dependencies.
 
-use crate::format::{CodecError, RdbSource};
 use crate::cuckoo::codec::RdbField;
+use crate::format::{CodecError, RdbSource};
 
 /// One field of a module value.
 #[derive(Debug, Clone, PartialEq, Eq)]
