@@ -14,7 +14,8 @@
 use layerbloom_filter::cuckoo::codec;
 use layerbloom_filter::cuckoo::params::MAX_SUB_FILTERS;
 use layerbloom_filter::cuckoo::CuckooFilter;
-use layerbloom_fuzz::cuckoo::{exercise, CountingAlloc, FuzzSource};
+use layerbloom_fuzz::cuckoo::{exercise, CountingAlloc};
+use layerbloom_fuzz::FuzzSource;
 use layerbloom_fuzz::Input;
 use libfuzzer_sys::fuzz_target;
 

@@ -7,31 +7,9 @@
 
 #![no_main]
 
-use layerbloom_filter::bloom::codec::{self, CodecError, RdbSource};
-use layerbloom_fuzz::{exercise, Input};
+use layerbloom_filter::bloom::codec;
+use layerbloom_fuzz::{exercise, FuzzSource, Input};
 use libfuzzer_sys::fuzz_target;
-
-struct Source<'a>(Input<'a>);
-
-const EOF: CodecError = CodecError::BadData("the value ends here");
-
-impl<'a> RdbSource for Source<'a> {
-    type Buffer = &'a [u8];
-
-    fn unsigned(&mut self) -> Result<u64, CodecError> {
-        self.0.varint().ok_or(EOF)
-    }
-
-    fn double(&mut self) -> Result<f64, CodecError> {
-        self.0.f64().ok_or(EOF)
-    }
-
-    fn buffer(&mut self) -> Result<&'a [u8], CodecError> {
-        let len = self.0.varint().ok_or(EOF)?;
-        let len = usize::try_from(len).map_err(|_| EOF)?;
-        self.0.take(len).ok_or(EOF)
-    }
-}
 
 fuzz_target!(|data: &[u8]| {
     let mut input = Input::new(data);
@@ -39,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let encver = i32::from(v % 8) - 2;
-    let mut src = Source(input);
+    let mut src = FuzzSource(input);
     let Ok((mut filter, _warnings)) = codec::decode_redisbloom_value(&mut src, encver) else {
         return;
     };

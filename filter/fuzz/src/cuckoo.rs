@@ -10,7 +10,6 @@ use layerbloom_filter::cuckoo::codec::{self, Header, RdbField, HEADER_BYTES, MAX
 use layerbloom_filter::cuckoo::{CuckooError, CuckooFilter, Limits};
 use layerbloom_filter::format::{CodecError, RdbSource, Strictness};
 
-use crate::Input;
 
 pub mod model;
 
@@ -20,31 +19,6 @@ pub const MAX_BYTES: u64 = 1 << 24;
 /// Filters at most this large are cloned before an operation to check that a refusal changes
 /// nothing (bigger ones would make every input slow).
 const CLONE_BELOW: u64 = 1 << 20;
-
-const EOF: CodecError = CodecError::BadData("the value ends here");
-
-/// The RDB fields of a cuckoo value read off the fuzzer's bytes, as the module API reads them:
-/// unsigneds as compact varints (`Input::varint`), buffers as a varint length and the bytes.
-/// A read past the end fails, as an RDB read does.
-pub struct FuzzSource<'a>(pub Input<'a>);
-
-impl<'a> RdbSource for FuzzSource<'a> {
-    type Buffer = &'a [u8];
-
-    fn unsigned(&mut self) -> Result<u64, CodecError> {
-        self.0.varint().ok_or(EOF)
-    }
-
-    fn double(&mut self) -> Result<f64, CodecError> {
-        self.0.f64().ok_or(EOF)
-    }
-
-    fn buffer(&mut self) -> Result<&'a [u8], CodecError> {
-        let len = self.0.varint().ok_or(EOF)?;
-        let len = usize::try_from(len).map_err(|_| EOF)?;
-        self.0.take(len).ok_or(EOF)
-    }
-}
 
 /// The fields an encoder yields, read back in order; a field of the wrong kind fails.
 pub struct FieldSource<'a, I: Iterator<Item = RdbField<'a>>>(pub I);

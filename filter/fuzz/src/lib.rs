@@ -8,6 +8,7 @@
 //! never cross a layer, and that LOADCHUNK rebuilds the filter from).
 
 use layerbloom_filter::bloom::codec::{self, Strictness, MAX_CHUNK_BYTES};
+use layerbloom_filter::format::{CodecError, RdbSource};
 use layerbloom_filter::ScalableFilter;
 
 pub mod cuckoo;
@@ -15,6 +16,31 @@ pub mod cuckoo;
 /// Memory bound for anything built from fuzz input: the filters' growth and the headers that
 /// `filter_from_header` allocates zeroed.
 pub const MAX_BYTES: u64 = 1 << 24;
+
+const EOF: CodecError = CodecError::BadData("the value ends here");
+
+/// The RDB fields of a module value read off the fuzzer's bytes, as the module API reads them:
+/// unsigneds as compact varints (`Input::varint`), buffers as a varint length and the bytes.
+/// A read past the end fails, as an RDB read does.
+pub struct FuzzSource<'a>(pub Input<'a>);
+
+impl<'a> RdbSource for FuzzSource<'a> {
+    type Buffer = &'a [u8];
+
+    fn unsigned(&mut self) -> Result<u64, CodecError> {
+        self.0.varint().ok_or(EOF)
+    }
+
+    fn double(&mut self) -> Result<f64, CodecError> {
+        self.0.f64().ok_or(EOF)
+    }
+
+    fn buffer(&mut self) -> Result<&'a [u8], CodecError> {
+        let len = self.0.varint().ok_or(EOF)?;
+        let len = usize::try_from(len).map_err(|_| EOF)?;
+        self.0.take(len).ok_or(EOF)
+    }
+}
 
 /// Reads fields off the front of the fuzzer's bytes; `None` once they run out.
 pub struct Input<'a> {

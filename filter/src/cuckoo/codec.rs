@@ -31,6 +31,7 @@ use std::borrow::Cow;
 use super::filter::{slot_bytes, CuckooFilter, SubFilter};
 use super::params::{Params, MAX_SUB_FILTERS};
 use crate::error::FilterError;
+use crate::fallible::try_vec;
 use crate::footprint::allocation;
 use crate::format::{CodecError, RdbSource, Strictness};
 
@@ -172,9 +173,7 @@ fn check_shape(
 /// Each sub-filter's slot bytes: sub-filter `i` has `buckets × expansion^i` buckets.
 fn sub_lengths(sub_filters: u64, buckets: u64, params: Params) -> Result<Vec<u64>, CodecError> {
     let too_big = CodecError::Filter(FilterError::OutOfMemory { bytes: u64::MAX });
-    let mut out = Vec::new();
-    out.try_reserve_exact(sub_filters as usize)
-        .map_err(|_| too_big.clone())?;
+    let mut out = try_vec(usize::try_from(sub_filters).map_err(|_| too_big.clone())?)?;
     let mut n = buckets;
     for i in 0..sub_filters {
         if i > 0 {
@@ -203,9 +202,7 @@ pub fn filter_from_header(
         }
         .into());
     }
-    let mut subs = Vec::new();
-    subs.try_reserve_exact(lengths.len())
-        .map_err(|_| FilterError::OutOfMemory { bytes: needed })?;
+    let mut subs = try_vec(lengths.len())?;
     for &len in &lengths {
         let buckets = len / u64::from(params.bucket_size);
         subs.push(SubFilter::zeroed(buckets, params.bucket_size)?);
@@ -355,9 +352,7 @@ pub fn decode_rdb<S: RdbSource>(
         Ok(())
     };
     charge(CuckooFilter::modelled_bytes(lengths.len(), []))?;
-    let mut subs = Vec::new();
-    subs.try_reserve_exact(lengths.len())
-        .map_err(|_| FilterError::OutOfMemory { bytes: 32 })?;
+    let mut subs = try_vec(lengths.len())?;
     for &len in &lengths {
         let n = len / u64::from(params.bucket_size);
         if encver >= 4 && src.unsigned()? != n {
@@ -373,10 +368,7 @@ pub fn decode_rdb<S: RdbSource>(
                 "a slot string's length is not buckets × bucket size",
             ));
         }
-        let mut slots = Vec::new();
-        slots
-            .try_reserve_exact(buffer.len())
-            .map_err(|_| FilterError::OutOfMemory { bytes: len })?;
+        let mut slots = try_vec(buffer.len())?;
         slots.extend_from_slice(buffer);
         subs.push(SubFilter::from_slots(n, slots));
     }

@@ -4,6 +4,7 @@
 use super::params::{Params, MAX_SUB_FILTERS};
 use super::CuckooError;
 use crate::error::FilterError;
+use crate::fallible::{try_push, try_vec};
 use crate::hash::murmur64a;
 
 /// The odd constant that turns a fingerprint into the XOR distance between its two buckets.
@@ -217,9 +218,7 @@ impl CuckooFilter {
             }
             .into());
         }
-        let mut subs = Vec::new();
-        subs.try_reserve_exact(1)
-            .map_err(|_| FilterError::OutOfMemory { bytes: 16 })?;
+        let mut subs = try_vec(1)?;
         subs.push(SubFilter::zeroed(buckets, params.bucket_size)?);
         Ok(CuckooFilter {
             subs,
@@ -337,18 +336,9 @@ impl CuckooFilter {
 
     /// A deep copy, reporting allocation failure instead of aborting.
     pub fn try_clone(&self) -> Result<Self, FilterError> {
-        let mut subs = Vec::new();
-        subs.try_reserve_exact(self.subs.len())
-            .map_err(|_| FilterError::OutOfMemory {
-                bytes: self.subs.len() as u64 * 32,
-            })?;
+        let mut subs = try_vec(self.subs.len())?;
         for s in &self.subs {
-            let mut slots = Vec::new();
-            slots
-                .try_reserve_exact(s.slots.len())
-                .map_err(|_| FilterError::OutOfMemory {
-                    bytes: s.slots.len() as u64,
-                })?;
+            let mut slots = try_vec(s.slots.len())?;
             slots.extend_from_slice(&s.slots);
             subs.push(SubFilter {
                 buckets: s.buckets,
@@ -571,11 +561,8 @@ impl CuckooFilter {
             }
             .into());
         }
-        self.subs
-            .try_reserve_exact(1)
-            .map_err(|_| FilterError::OutOfMemory { bytes: 32 })?;
-        self.subs
-            .push(SubFilter::zeroed(buckets, self.params.bucket_size)?);
+        let sub = SubFilter::zeroed(buckets, self.params.bucket_size)?;
+        try_push(&mut self.subs, sub)?;
         Ok(())
     }
 
