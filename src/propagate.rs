@@ -38,20 +38,20 @@ use redis_module::{raw, Context, ContextFlags, RedisString};
 use crate::config;
 use crate::log_limit;
 use crate::raw_api;
-use crate::stats::{self, Figures};
+use crate::stats::{self, Counts};
 
 /// A filter's state before a write, to tell what the write changed.
 #[derive(Debug, Clone, Copy)]
 pub struct Before {
     mark: LoadMark,
-    figures: Figures,
+    counts: Counts,
 }
 
 impl Before {
     pub fn of(filter: &ScalableFilter) -> Self {
         Before {
             mark: LoadMark::of(filter),
-            figures: Figures::of(filter),
+            counts: Counts::of(filter),
         }
     }
 }
@@ -116,7 +116,7 @@ pub fn after_write(ctx: &Context, key: &RedisString, change: Change) {
                 ctx.replicate("BF.MADD", args.as_slice());
                 notify(ctx, c"bf.add", key);
             }
-            stats::changed(before.figures, filter);
+            stats::changed(before.counts, filter);
             capacity_warnings(ctx, key, before.mark, filter);
             if matches!(results.last(), Some(Err(FilterError::Full))) {
                 notify(ctx, c"bf.full", key);
