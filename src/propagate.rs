@@ -104,16 +104,16 @@ pub fn after_write(ctx: &Context, key: &RedisString, change: Change) {
             } else if results.iter().any(changed) {
                 // The command's own strings, which Redis keeps a reference to: copying each
                 // item into a new string cost more than adding it.
-                let mut args: Vec<&RedisString> = Vec::with_capacity(items.len() + 1);
-                args.push(key);
-                args.extend(
-                    items
-                        .iter()
-                        .zip(results)
-                        .filter(|(_, r)| changed(r))
-                        .map(|(item, _)| item),
-                );
-                ctx.replicate("BF.MADD", args.as_slice());
+                let mut argv = raw_api::Argv::with_capacity(items.len() + 1);
+                argv.push(key);
+                if all_changed {
+                    argv.extend(items);
+                } else {
+                    for (item, _) in items.iter().zip(results).filter(|(_, r)| changed(r)) {
+                        argv.push(item);
+                    }
+                }
+                raw_api::replicate(ctx, c"BF.MADD", &argv);
                 notify(ctx, c"bf.add", key);
             }
             stats::changed(before.counts, filter);
