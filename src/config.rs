@@ -135,8 +135,7 @@ pub fn setting_name(name: &str) -> String {
 
 /// The memory limit for a command's filter. Commands from the primary or replayed from the
 /// AOF were already accepted once; refusing them here would make the copies diverge.
-pub fn max_filter_bytes(ctx: &Context) -> u64 {
-    let flags = ctx.get_flags();
+pub fn max_filter_bytes(flags: &ContextFlags) -> u64 {
     if flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING) {
         u64::MAX
     } else {

@@ -63,21 +63,29 @@ impl Limits {
         }
     }
 
-    /// The limits of an add of `items` items to `current`: `maxmemory` is consulted only
-    /// when the add may grow the filter.
-    pub fn for_add(
-        flags: &ContextFlags,
-        filter_limit: u64,
+    /// The limits of an add of `items` items to `current`, under the command's context
+    /// `flags` (read only when the add may grow the filter). An add that cannot grow it gets
+    /// no limits: only growth allocates, so the core never consults them and the errors of
+    /// such an add (a full non-scaling filter, the layer cap) are not about them.
+    pub fn for_add<'f>(
+        flags: impl FnOnce() -> &'f ContextFlags,
         current: &ScalableFilter,
         items: usize,
     ) -> Self {
-        let memory = if flags.contains(ContextFlags::MAXMEMORY) && may_grow(current, items) {
+        if !may_grow(current, items) {
+            return Limits {
+                filter: u64::MAX,
+                memory: None,
+            };
+        }
+        let flags = flags();
+        let memory = if flags.contains(ContextFlags::MAXMEMORY) {
             headroom(flags).map(|room| current.memory_usage().saturating_add(room))
         } else {
             None
         };
         Limits {
-            filter: filter_limit,
+            filter: crate::config::max_filter_bytes(flags),
             memory,
         }
     }

@@ -38,20 +38,20 @@ use redis_module::{raw, Context, ContextFlags, RedisString};
 use crate::config;
 use crate::log_limit;
 use crate::raw_api;
-use crate::stats::{self, Figures};
+use crate::stats::{self, Counts};
 
 /// A filter's state before a write, to tell what the write changed.
 #[derive(Debug, Clone, Copy)]
 pub struct Before {
     mark: LoadMark,
-    figures: Figures,
+    counts: Counts,
 }
 
 impl Before {
     pub fn of(filter: &ScalableFilter) -> Self {
         Before {
             mark: LoadMark::of(filter),
-            figures: Figures::of(filter),
+            counts: Counts::of(filter),
         }
     }
 }
@@ -104,19 +104,19 @@ pub fn after_write(ctx: &Context, key: &RedisString, change: Change) {
             } else if results.iter().any(changed) {
                 // The command's own strings, which Redis keeps a reference to: copying each
                 // item into a new string cost more than adding it.
-                let mut args: Vec<&RedisString> = Vec::with_capacity(items.len() + 1);
-                args.push(key);
-                args.extend(
-                    items
-                        .iter()
-                        .zip(results)
-                        .filter(|(_, r)| changed(r))
-                        .map(|(item, _)| item),
-                );
-                ctx.replicate("BF.MADD", args.as_slice());
+                let mut argv = raw_api::Argv::with_capacity(items.len() + 1);
+                argv.push(key);
+                if all_changed {
+                    argv.extend(items);
+                } else {
+                    for (item, _) in items.iter().zip(results).filter(|(_, r)| changed(r)) {
+                        argv.push(item);
+                    }
+                }
+                raw_api::replicate(ctx, c"BF.MADD", &argv);
                 notify(ctx, c"bf.add", key);
             }
-            stats::changed(before.figures, filter);
+            stats::changed(before.counts, filter);
             capacity_warnings(ctx, key, before.mark, filter);
             if matches!(results.last(), Some(Err(FilterError::Full))) {
                 notify(ctx, c"bf.full", key);

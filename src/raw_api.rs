@@ -60,6 +60,7 @@ pub fn missing_core_functions() -> Vec<&'static str> {
         RedisModule_LoadDouble,
         RedisModule_IsIOError,
         RedisModule_EmitAOF,
+        RedisModule_Replicate,
         RedisModule_DigestAddStringBuffer,
         RedisModule_DigestEndSequence,
     ]
@@ -378,6 +379,50 @@ pub fn notify_keyspace_event(ctx: &Context, class: c_int, event: &CStr, key: &Re
     unsafe {
         if let Some(notify) = raw::RedisModule_NotifyKeyspaceEvent {
             notify(ctx.get_raw(), class, event.as_ptr(), key.inner);
+        }
+    }
+}
+
+/// The arguments of a command to replicate: the strings themselves, borrowed (Redis takes its
+/// own reference to each), not copies.
+pub struct Argv<'a> {
+    strings: Vec<*mut raw::RedisModuleString>,
+    borrowed: PhantomData<&'a RedisString>,
+}
+
+impl<'a> Argv<'a> {
+    pub fn with_capacity(count: usize) -> Self {
+        Argv {
+            strings: Vec::with_capacity(count),
+            borrowed: PhantomData,
+        }
+    }
+
+    pub fn push(&mut self, arg: &'a RedisString) {
+        self.strings.push(arg.inner);
+    }
+
+    pub fn extend(&mut self, args: &'a [RedisString]) {
+        self.strings.extend(args.iter().map(|arg| arg.inner));
+    }
+}
+
+/// Replicates `command` with `argv` to the replicas and the AOF, as `Context::replicate`
+/// does, without its copies of the argument vector and of the name.
+pub fn replicate(ctx: &Context, command: &CStr, argv: &Argv) {
+    // SAFETY: the command's live context, a NUL-terminated name, and the "v" format with a
+    // vector of strings that `Argv` borrows (alive for the call) and its length; Redis reads
+    // them during the call. It fails only for a command this server does not know, which the
+    // module's own command never is.
+    unsafe {
+        if let Some(replicate) = raw::RedisModule_Replicate {
+            replicate(
+                ctx.get_raw(),
+                command.as_ptr(),
+                raw::FMT,
+                argv.strings.as_ptr(),
+                argv.strings.len(),
+            );
         }
     }
 }

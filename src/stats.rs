@@ -104,12 +104,40 @@ pub fn entered(filter: &ScalableFilter) {
     );
 }
 
-/// A write changed a filter whose figures were `before`.
-pub fn changed(before: Figures, filter: &ScalableFilter) {
-    let after = Figures::of(filter);
+/// A filter's layer and item counts before a write, for `changed`. Its bytes are not taken:
+/// they follow from its layers, which a write only appends to, so most writes (those that add
+/// no layer) never walk the layers for them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    layers: usize,
+    items: u64,
+}
+
+impl Counts {
+    pub fn of(filter: &ScalableFilter) -> Self {
+        Counts {
+            layers: filter.layer_count(),
+            items: filter.items(),
+        }
+    }
+}
+
+/// A write changed a filter whose counts were `before`.
+pub fn changed(before: Counts, filter: &ScalableFilter) {
+    let after = Counts::of(filter);
     if after != before {
-        after.add_to_totals(1);
-        before.add_to_totals(-1);
+        // Wrapping, as in `Figures::add_to_totals`: the same figures' difference.
+        let bytes = if after.layers == before.layers {
+            0
+        } else {
+            (filter.memory_usage() as i64)
+                .wrapping_sub(filter.memory_usage_of_layers(before.layers) as i64)
+        };
+        let layers = (after.layers as i64).wrapping_sub(before.layers as i64);
+        let items = (after.items as i64).wrapping_sub(before.items as i64);
+        LAYERS.fetch_add(layers, Ordering::Relaxed);
+        ITEMS.fetch_add(items, Ordering::Relaxed);
+        BYTES.fetch_add(bytes, Ordering::Relaxed);
     }
     set_over(
         filter,
@@ -237,7 +265,7 @@ mod tests {
         let empty_bytes = a.memory_usage() + b.memory_usage();
         assert_eq!(total("bytes"), empty_bytes.to_string());
         // A write that grows `a` past its 70% mark and into a second layer.
-        let before = Figures::of(&a);
+        let before = Counts::of(&a);
         for i in 0..150 {
             a.add(format!("i{i}").as_bytes(), u64::MAX).unwrap();
         }
@@ -250,7 +278,7 @@ mod tests {
         );
         // 150 items: the second layer (200) holds about 50, under its mark.
         assert_eq!(total("filters_over_warning"), "0");
-        let before = Figures::of(&a);
+        let before = Counts::of(&a);
         for i in 150..300 {
             a.add(format!("i{i}").as_bytes(), u64::MAX).unwrap();
         }

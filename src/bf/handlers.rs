@@ -8,6 +8,8 @@
 //! after, as RedisBloom does: a missing key or a key of another type is the error a client
 //! sees before a bad argument (the oracle tests pin the order).
 
+use std::cell::OnceCell;
+
 use layerbloom_filter::bloom::codec;
 use layerbloom_filter::bloom::health;
 use layerbloom_filter::{FilterError, FilterSpec, Layout, ScalableFilter};
@@ -57,11 +59,8 @@ fn store_filter(
 /// `BF.LOADCHUNK` headers, so a creating BF.RESERVE / BF.INSERT / BF.ADD replayed from the AOF
 /// or sent by a primary was written by RedisBloom: it is rebuilt as RedisBloom built it, so a
 /// migrated AOF answers exactly as before.
-fn creation_layout(ctx: &Context) -> Layout {
-    if ctx
-        .get_flags()
-        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
-    {
+fn creation_layout(flags: &ContextFlags) -> Layout {
+    if flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING) {
         Layout::Classic
     } else {
         config::layout()
@@ -71,11 +70,8 @@ fn creation_layout(ctx: &Context) -> Layout {
 /// How strictly a BF.LOADCHUNK header (either format) is checked: at least as strictly as
 /// RedisBloom's BF.LOADCHUNK for clients, as its RDB loader for commands replayed from the AOF
 /// or sent by a primary (an AOF rewrite of a filter loaded from a lax RDB value must replay).
-fn header_strictness(ctx: &Context) -> codec::Strictness {
-    if ctx
-        .get_flags()
-        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
-    {
+fn header_strictness(flags: &ContextFlags) -> codec::Strictness {
+    if flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING) {
         codec::Strictness::Rdb
     } else {
         codec::Strictness::LoadChunk
@@ -107,11 +103,12 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
         write_filter(&key)?;
         return Err(BfError::ItemExists);
     }
+    let flags = ctx.get_flags();
     let spec = FilterSpec {
-        layout: creation_layout(ctx),
+        layout: creation_layout(&flags),
         ..cap_error_rate(ctx, &args[1], spec)
     };
-    let limits = Limits::for_creation(&ctx.get_flags(), config::max_filter_bytes(ctx));
+    let limits = Limits::for_creation(&flags, config::max_filter_bytes(&flags));
     let filter = ScalableFilter::new(spec, limits.bytes()).map_err(|e| limits.create_error(e))?;
     let header = codec::encode_header(&filter);
     store_filter(&key, filter)?;
@@ -127,7 +124,7 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> CommandResult {
         &args[1],
         &[args[2].as_slice()],
         &args[2..],
-        Some(config::default_spec()),
+        Some(config::default_spec),
         Shape::Single,
     )
 }
@@ -139,7 +136,7 @@ pub fn madd(ctx: &Context, args: &[RedisString]) -> CommandResult {
         &args[1],
         &slices(&args[2..]),
         &args[2..],
-        Some(config::default_spec()),
+        Some(config::default_spec),
         Shape::Multi,
     )
 }
@@ -148,7 +145,8 @@ pub fn madd(ctx: &Context, args: &[RedisString]) -> CommandResult {
 pub fn insert(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let rest = slices(&args[2..]);
     let parsed = args::parse_insert(&rest, config::default_spec())?;
-    let create = (!parsed.nocreate).then_some(parsed.spec);
+    let spec = parsed.spec;
+    let create = (!parsed.nocreate).then_some(move || spec);
     // The items are the arguments' tail.
     let item_args = &args[args.len() - parsed.items.len()..];
     add_items(
@@ -173,8 +171,8 @@ enum Shape {
     Insert,
 }
 
-/// Adds items in order, creating the filter with `create` when the key is missing (`None`:
-/// a missing key is an error). An add error ends the command: in a multi reply it is the last
+/// Adds items in order, creating the filter with the spec `create` gives when the key is
+/// missing (`None`: a missing key is an error; the spec is not built for a key that exists). An add error ends the command: in a multi reply it is the last
 /// element and the items after it are not processed. `item_args`: the command's arguments
 /// that are `items` (replication passes them on as they are, without copying).
 fn add_items(
@@ -182,22 +180,25 @@ fn add_items(
     key_name: &RedisString,
     items: &[&[u8]],
     item_args: &[RedisString],
-    create: Option<FilterSpec>,
+    create: Option<impl FnOnce() -> FilterSpec>,
     shape: Shape,
 ) -> CommandResult {
     debug_assert_eq!(items.len(), item_args.len());
     let multi = shape != Shape::Single;
     let key = ctx.open_key_writable(key_name);
-    let flags = ctx.get_flags();
-    let limit = config::max_filter_bytes(ctx);
+    // Only a creation and an add that may grow the filter (its limits) depend on the context
+    // flags: most adds never ask Redis for them (about 130 instructions a call).
+    let flags = OnceCell::new();
+    let flags = || flags.get_or_init(|| ctx.get_flags());
     let (filter, created) = match write_filter(&key)? {
         Some(filter) => (filter, None),
         None => {
+            let flags = flags();
             let spec = FilterSpec {
-                layout: creation_layout(ctx),
-                ..cap_error_rate(ctx, key_name, create.ok_or(BfError::NotFound)?)
+                layout: creation_layout(flags),
+                ..cap_error_rate(ctx, key_name, create.ok_or(BfError::NotFound)?())
             };
-            let limits = Limits::for_creation(&flags, limit);
+            let limits = Limits::for_creation(flags, config::max_filter_bytes(flags));
             let filter =
                 ScalableFilter::new(spec, limits.bytes()).map_err(|e| limits.create_error(e))?;
             let header = codec::encode_header(&filter);
@@ -205,7 +206,7 @@ fn add_items(
         }
     };
     let before = Before::of(filter);
-    let limits = Limits::for_add(&flags, limit, filter, items.len());
+    let limits = Limits::for_add(flags, filter, items.len());
     let limit = limits.bytes();
     // The batch path has exactly the effect of adding the items one by one; a single item
     // skips its vectors.
@@ -392,9 +393,10 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key_writable(&args[1]);
     let created = match write_filter(&key)? {
         None if it == 1 => {
-            let header = codec::decode_header_with(data, header_strictness(ctx))
+            let flags = ctx.get_flags();
+            let header = codec::decode_header_with(data, header_strictness(&flags))
                 .map_err(BfError::from_codec)?;
-            let limits = Limits::for_creation(&ctx.get_flags(), config::max_filter_bytes(ctx));
+            let limits = Limits::for_creation(&flags, config::max_filter_bytes(&flags));
             let filter = codec::filter_from_header(&header, limits.bytes())
                 .map_err(|e| limits.codec_error(e))?;
             store_filter(&key, filter)?;

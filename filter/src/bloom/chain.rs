@@ -456,7 +456,14 @@ impl<L: Layer> Chain<L> {
 
     /// Bytes the chain takes by the allocator model (`modelled_bytes`).
     pub fn memory_usage(&self) -> u64 {
-        Self::modelled_bytes(self.layers.len(), self.layers.iter().map(L::bytes))
+        self.memory_usage_of_layers(self.layers.len())
+    }
+
+    /// `memory_usage` of the chain cut to its first `count` layers: what it took before its
+    /// later layers were added (layers are only appended, and a layer's size never changes).
+    pub fn memory_usage_of_layers(&self, count: usize) -> u64 {
+        let layers = &self.layers[..count.min(self.layers.len())];
+        Self::modelled_bytes(layers.len(), layers.iter().map(L::bytes))
     }
 
     /// Calls `each` with every heap block the chain's layers live in: the layer table, then
@@ -874,6 +881,26 @@ pub(crate) mod tests {
         let bits: u64 = f.layer_summaries().iter().map(|l| l.bytes).sum();
         assert!(f.memory_usage() >= bits);
         assert!(f.memory_usage() < bits + 4096);
+    }
+
+    #[test]
+    fn memory_usage_of_the_older_layers_is_what_the_filter_took_before_it_grew() {
+        for s in [spec(100, 0.01, 2), classic(100, 0.01, 2)] {
+            let mut f = ScalableFilter::new(s, NO_LIMIT).unwrap();
+            let mut before = vec![f.memory_usage()];
+            for i in 0..2000 {
+                let layers = f.layer_count();
+                f.add(&item(i), NO_LIMIT).unwrap();
+                if f.layer_count() > layers {
+                    before.push(f.memory_usage());
+                }
+            }
+            assert!(before.len() > 3, "the filter grew");
+            for (count, bytes) in before.iter().enumerate() {
+                assert_eq!(f.memory_usage_of_layers(count + 1), *bytes, "{count}");
+            }
+            assert_eq!(f.memory_usage_of_layers(usize::MAX), f.memory_usage());
+        }
     }
 
     #[test]

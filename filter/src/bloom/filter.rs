@@ -246,6 +246,12 @@ impl ScalableFilter {
         dispatch!(self, ScalableFilter, c => c.memory_usage())
     }
 
+    /// `memory_usage` of the filter's first `count` layers: what it took before it grew past
+    /// them.
+    pub fn memory_usage_of_layers(&self, count: usize) -> u64 {
+        dispatch!(self, ScalableFilter, c => c.memory_usage_of_layers(count))
+    }
+
     /// Calls `each` with every heap block the filter's box holds: its layer table, then each
     /// layer's bit array (see `Allocation` for what the allocator may be asked about them).
     pub fn allocations<'a>(&'a self, mut each: impl FnMut(Allocation<'a>)) {

@@ -212,8 +212,16 @@ fn ln_factorial(n: u64) -> f64 {
 /// The item count at which a layer of `capacity` items reaches `percent`% of its capacity:
 /// `ceil(capacity · percent / 100)`, at least 1.
 pub fn warning_mark(capacity: u64, percent: u32) -> u64 {
-    let mark = (u128::from(capacity) * u128::from(percent)).div_ceil(100);
-    u64::try_from(mark).unwrap_or(u64::MAX).max(1)
+    // In u64 when the product fits (every real capacity): a u128 division is a call into the
+    // compiler's runtime on every add, a constant u64 one a multiply.
+    let mark = match capacity.checked_mul(u64::from(percent)) {
+        Some(product) => product.div_ceil(100),
+        None => {
+            let mark = (u128::from(capacity) * u128::from(percent)).div_ceil(100);
+            u64::try_from(mark).unwrap_or(u64::MAX)
+        }
+    };
+    mark.max(1)
 }
 
 /// Items and capacity of layer `index` (oldest first).
@@ -264,22 +272,28 @@ pub fn crossings(before: LoadMark, filter: &ScalableFilter, percent: u32) -> Vec
         return Vec::new();
     }
     let first = before.layers.saturating_sub(1);
-    (first..filter.layer_count())
-        .filter_map(|layer| {
-            let (items, capacity) = layer_load(filter, layer)?;
-            let was = if layer == first && before.layers > 0 {
-                before.newest_items
-            } else {
-                0
-            };
-            let mark = warning_mark(capacity, percent);
-            (was < mark && items >= mark).then_some(Crossing {
+    // A plain loop: on every add, usually over one layer that crossed nothing, collecting a
+    // `filter_map` cost several times the comparison.
+    let mut crossed = Vec::new();
+    for layer in first..filter.layer_count() {
+        let Some((items, capacity)) = layer_load(filter, layer) else {
+            continue;
+        };
+        let was = if layer == first && before.layers > 0 {
+            before.newest_items
+        } else {
+            0
+        };
+        let mark = warning_mark(capacity, percent);
+        if was < mark && items >= mark {
+            crossed.push(Crossing {
                 layer,
                 items,
                 capacity,
-            })
-        })
-        .collect()
+            });
+        }
+    }
+    crossed
 }
 
 /// The capacity the filter reaches if it grows until its next layer would take it past
@@ -572,6 +586,16 @@ mod tests {
         assert_eq!(warning_mark(10, 1), 1);
         assert_eq!(warning_mark(1, 100), 1);
         assert_eq!(warning_mark(u64::MAX, 100), u64::MAX);
+        // Both sides of the u64 fast path agree with the exact formula.
+        for capacity in [
+            u64::MAX / 70,
+            u64::MAX / 70 + 1,
+            u64::MAX / 2,
+            12345678901234567,
+        ] {
+            let exact = (u128::from(capacity) * 70).div_ceil(100);
+            assert_eq!(u128::from(warning_mark(capacity, 70)), exact, "{capacity}");
+        }
     }
 
     #[test]
