@@ -10,8 +10,9 @@
 //! `has_*` or return `Err(Missing)`.
 //!
 //! Handles Redis passes to a callback (an RDB/AOF stream, a digest, an INFO context) are
-//! wrapped once, in an `unsafe` constructor whose caller vouches for the handle; their methods
-//! are safe for the callback's duration, which the borrow of the wrapper bounds.
+//! wrapped once, in an `unsafe` constructor whose caller vouches for the handle and promises
+//! that the wrapper does not outlive the callback (nothing else ties its lifetime to the
+//! call); within that promise its methods are safe.
 
 use std::ffi::{c_char, c_int, c_longlong, c_void, CStr};
 use std::marker::PhantomData;

@@ -1353,6 +1353,67 @@ fn arg_names(spec: &table::CommandSpec) -> Vec<&'static str> {
     spec.args.iter().map(|a| a.name).collect()
 }
 
+/// What clients of RedisBloom see of each command, written out here rather than read from the
+/// command table: its arity as `COMMAND INFO` reports it, its arguments as `COMMAND DOCS`
+/// names them, whether it writes and whether it is fast. The tests below check the server
+/// against the table; this pins the table itself, so a change to it that users would see
+/// (a flag, an arity, an argument) fails a test.
+const WHAT_USERS_SEE: [(&str, i32, &[&str], bool, bool); 11] = [
+    (
+        "bf.reserve",
+        -4,
+        &["key", "error_rate", "capacity", "expansion", "nonscaling"],
+        true,
+        false,
+    ),
+    ("bf.add", 3, &["key", "item"], true, false),
+    ("bf.madd", -3, &["key", "item"], true, false),
+    (
+        "bf.insert",
+        -4,
+        &[
+            "key",
+            "capacity",
+            "error",
+            "expansion",
+            "nocreate",
+            "nonscaling",
+            "item",
+        ],
+        true,
+        false,
+    ),
+    ("bf.exists", 3, &["key", "item"], false, true),
+    ("bf.mexists", -3, &["key", "item"], false, true),
+    ("bf.info", -2, &["key", "single_value"], false, true),
+    ("bf.card", 2, &["key"], false, true),
+    ("bf.scandump", 3, &["key", "iterator"], false, false),
+    ("bf.loadchunk", 4, &["key", "iterator", "data"], true, false),
+    ("bf.debug", 2, &["key"], false, false),
+];
+
+#[test]
+fn the_command_table_says_what_users_of_redisbloom_rely_on() {
+    let got: Vec<(&str, i32, Vec<&str>, bool, bool)> = table::bf::COMMANDS
+        .iter()
+        .map(|c| {
+            (
+                c.name,
+                c.arity.redis(),
+                arg_names(c),
+                c.is_write(),
+                c.is_fast(),
+            )
+        })
+        .collect();
+    let want: Vec<(&str, i32, Vec<&str>, bool, bool)> = WHAT_USERS_SEE
+        .iter()
+        .map(|&(name, arity, args, write, fast)| (name, arity, args.to_vec(), write, fast))
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(table::bf::CATEGORY, "bloom", "RedisBloom's ACL category");
+}
+
 #[test]
 fn command_docs_describe_every_bf_command() {
     let s = Server::start();

@@ -172,8 +172,9 @@ enum Shape {
 }
 
 /// Adds items in order, creating the filter with the spec `create` gives when the key is
-/// missing (`None`: a missing key is an error; the spec is not built for a key that exists). An add error ends the command: in a multi reply it is the last
-/// element and the items after it are not processed. `item_args`: the command's arguments
+/// missing (`None`: a missing key is an error; the spec is not built for a key that exists).
+/// An add error ends the command: in a multi reply it is the last element and the items after
+/// it are not processed. `item_args`: the command's arguments
 /// that are `items` (replication passes them on as they are, without copying).
 fn add_items(
     ctx: &Context,

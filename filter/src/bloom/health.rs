@@ -224,16 +224,12 @@ pub fn warning_mark(capacity: u64, percent: u32) -> u64 {
     mark.max(1)
 }
 
-/// Items and capacity of layer `index` (oldest first).
-pub fn layer_load(filter: &ScalableFilter, index: usize) -> Option<(u64, u64)> {
-    filter.layer_load(index)
-}
-
 /// Whether the newest layer is at or past `percent`% of its capacity (`percent` 0: never).
 pub fn over_warning(filter: &ScalableFilter, percent: u32) -> bool {
     let newest = filter.layer_count().saturating_sub(1);
     percent > 0
-        && layer_load(filter, newest)
+        && filter
+            .layer_load(newest)
             .is_some_and(|(items, capacity)| items >= warning_mark(capacity, percent))
 }
 
@@ -249,7 +245,9 @@ impl LoadMark {
         let layers = filter.layer_count();
         LoadMark {
             layers,
-            newest_items: layer_load(filter, layers.saturating_sub(1)).map_or(0, |(i, _)| i),
+            newest_items: filter
+                .layer_load(layers.saturating_sub(1))
+                .map_or(0, |(i, _)| i),
         }
     }
 }
@@ -276,7 +274,7 @@ pub fn crossings(before: LoadMark, filter: &ScalableFilter, percent: u32) -> Vec
     // `filter_map` cost several times the comparison.
     let mut crossed = Vec::new();
     for layer in first..filter.layer_count() {
-        let Some((items, capacity)) = layer_load(filter, layer) else {
+        let Some((items, capacity)) = filter.layer_load(layer) else {
             continue;
         };
         let was = if layer == first && before.layers > 0 {
@@ -626,7 +624,7 @@ mod tests {
             assert!(over_warning(&f, 70));
             assert_eq!(add_until(&mut f, cap0), vec![]);
             // One write that grows a layer and takes it past its mark reports that layer.
-            let (_, cap1) = layer_load(&f, 1).unwrap_or((0, 0));
+            let (_, cap1) = f.layer_load(1).unwrap_or((0, 0));
             assert_eq!(cap1, 0, "no second layer yet");
             let crossed = add_until(&mut f, cap0 + cap0 * 2 * 8 / 10);
             assert_eq!(crossed.len(), 1, "{crossed:?}");
@@ -640,7 +638,7 @@ mod tests {
         let mut f = ScalableFilter::new(spec(100, 0.01, 2), u64::MAX).unwrap();
         let before = LoadMark::of(&f);
         let mut i = 0;
-        while f.layer_count() < 2 || layer_load(&f, 1).unwrap().0 < 150 {
+        while f.layer_count() < 2 || f.layer_load(1).unwrap().0 < 150 {
             f.add(&item(i), u64::MAX).unwrap();
             i += 1;
         }

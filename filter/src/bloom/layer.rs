@@ -4,8 +4,9 @@
 //! item once, with the kind's hash, asks its layers whether they hold it, inserts it into the
 //! newest, and grows by its one growth rule (`chain::next_layer`), for which a kind supplies
 //! only its sizing (`Layer::plan`). Blocked layers (`blocked`) and RedisBloom's classic ones
-//! (`classic`) are the two kinds; a new kind implements this trait and gets a variant in
-//! `filter::ScalableFilter` and a line in `filter::dispatch!`.
+//! (`classic`) are the two kinds; a new kind implements this trait and `codec::LayerCodec`,
+//! and gets a variant in `filter::ScalableFilter` and in the codec's `Header` and loader, and
+//! a line in each arm of `filter::dispatch!`.
 
 use std::fmt::Debug;
 use std::marker::PhantomData;
