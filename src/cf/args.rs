@@ -95,14 +95,14 @@ pub struct Insert<'a> {
 /// key. Every word after `ITEMS` is an item. The capacity is checked even when the key
 /// exists (RedisBloom does).
 pub fn parse_insert<'a>(args: &'a [&'a [u8]]) -> Result<Insert<'a>, BfError> {
-    // Without `ITEMS` and an item RedisBloom answers a wrong argument count, whatever else
-    // is wrong.
-    match args.iter().position(|w| w.eq_ignore_ascii_case(b"ITEMS")) {
-        Some(at) if at + 1 < args.len() => {}
-        _ => return Err(BfError::WrongArity),
-    }
     let mut cap: Option<i64> = None;
     let mut nocreate = false;
+    // RedisBloom answers a wrong argument count to a command without `ITEMS` and an item,
+    // whatever else is wrong: errors of the options wait for `ITEMS`.
+    let mut error: Option<BfError> = None;
+    let mut keep = |e: BfError| {
+        error.get_or_insert(e);
+    };
     let mut i = 0;
     while i < args.len() {
         let word = args[i];
@@ -111,26 +111,29 @@ pub fn parse_insert<'a>(args: &'a [&'a [u8]]) -> Result<Insert<'a>, BfError> {
             if items.is_empty() {
                 return Err(BfError::WrongArity);
             }
-            let create = if nocreate {
-                None
-            } else {
-                let c = cap.unwrap_or(params::DEFAULT_CAPACITY as i64);
-                Some(shape_for(c, Params::default())?)
-            };
-            if let (Some(c), None) = (cap, create) {
-                // NOCREATE with CAPACITY: still checked, as RedisBloom checks it.
-                shape_for(c, Params::default())?;
+            if let Some(e) = error {
+                return Err(e);
             }
+            // The capacity is checked with NOCREATE too, as RedisBloom checks it.
+            let shape = shape_for(
+                cap.unwrap_or(params::DEFAULT_CAPACITY as i64),
+                Params::default(),
+            )?;
+            let create = (!nocreate).then_some(shape);
             return Ok(Insert { create, items });
         } else if word.eq_ignore_ascii_case(b"CAPACITY") {
-            let value = args.get(i + 1).ok_or(BfError::WrongArity)?;
-            if cap.replace(capacity(value)?).is_some() {
-                return Err(BfError::CfRepeatedOption("CAPACITY"));
+            let Some(value) = args.get(i + 1) else {
+                break;
+            };
+            match capacity(value) {
+                Ok(c) if cap.replace(c).is_some() => keep(BfError::CfRepeatedOption("CAPACITY")),
+                Ok(_) => {}
+                Err(e) => keep(e),
             }
             i += 2;
         } else if word.eq_ignore_ascii_case(b"NOCREATE") {
             if nocreate {
-                return Err(BfError::CfRepeatedOption("NOCREATE"));
+                keep(BfError::CfRepeatedOption("NOCREATE"));
             }
             nocreate = true;
             i += 1;
@@ -138,11 +141,10 @@ pub fn parse_insert<'a>(args: &'a [&'a [u8]]) -> Result<Insert<'a>, BfError> {
             return Err(BfError::InsertUnknownArgument);
         }
     }
-    // `ITEMS` was taken as CAPACITY's value.
     Err(BfError::WrongArity)
 }
 
-/// An iterator of `CF.SCANDUMP` (at least 0) or `CF.LOADCHUNK` (at least 1).
+/// An iterator of `CF.SCANDUMP` (at least `min`).
 pub fn position(text: &[u8], min: i64) -> Result<u64, BfError> {
     number::parse_i64(text)
         .filter(|&v| v >= min)

@@ -339,7 +339,11 @@ fn header_strictness(ctx: &Context) -> Strictness {
 /// `CF.LOADCHUNK key iterator data`: iterator 1 is the header, which creates the filter on a
 /// missing key; later chunks fill its slots (never overwriting a fingerprint).
 pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> CommandResult {
-    let it = args::position(args[2].as_slice(), 1)?;
+    // RedisBloom: a non-number or 0 is an invalid position; a negative one is a chunk that
+    // cannot be loaded (or a missing key).
+    let it = crate::number::parse_i64(args[2].as_slice())
+        .filter(|&it| it != 0)
+        .ok_or(BfError::CfInvalidPosition)?;
     let data = args[3].as_slice();
     let key = ctx.open_key_writable(&args[1]);
     let created = match write_filter(&key)? {
@@ -357,6 +361,7 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> CommandResult {
         None => return Err(BfError::NotFound),
         Some(_) if it == 1 => return Err(BfError::ItemExists),
         Some(filter) => {
+            let it = u64::try_from(it).map_err(|_| BfError::CfCouldNotLoadChunk)?;
             codec::load_chunk(filter, it, data).map_err(|_| BfError::CfCouldNotLoadChunk)?;
             false
         }
