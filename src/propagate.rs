@@ -175,12 +175,13 @@ fn capacity_warnings(ctx: &Context, key: &RedisString, before: LoadMark, filter:
 /// What a CF write did to its key. CF writes are deterministic (no setting changes their
 /// outcome, and evictions depend only on the item and the filter), so a command replicates
 /// verbatim, except when the filter was created (replicated as its `CF.LOADCHUNK` header,
-/// which pins every setting) or an add stopped before its last item (a memory limit that a
-/// replica does not apply): then only the items that changed the filter are sent, as
-/// `CF.INSERT key NOCREATE ITEMS ...`, which has the same effect on the same filter.
+/// which pins every setting and reads the same in RedisBloom's syntax, which replicas and
+/// AOF replay use) or an add stopped before its last item (a memory limit that a replica does
+/// not apply): then only the items that changed the filter are sent, as `CF.INSERT key
+/// NOCREATE ITEMS ...`, which has the same effect on the same filter.
 pub enum CfChange<'a> {
-    /// A filter was created empty by CF.RESERVE.
-    Reserved,
+    /// A filter was created empty by CF.RESERVE; the new filter's header.
+    Reserved(&'a [u8]),
     /// Items were offered: `changed[i]` tells whether `items[i]` was added; items past
     /// `changed` were not processed. `created`: the header of a filter the command created.
     /// `full`: some item did not fit a non-scaling filter.
@@ -203,8 +204,8 @@ pub enum CfChange<'a> {
 /// fit a non-scaling filter).
 pub fn after_cf_write(ctx: &Context, key: &RedisString, change: CfChange) {
     match change {
-        CfChange::Reserved => {
-            ctx.replicate_verbatim();
+        CfChange::Reserved(header) => {
+            replicate_cf_creation(ctx, key, header);
             notify(ctx, c"cf.reserve", key);
         }
         CfChange::Added {
@@ -214,8 +215,7 @@ pub fn after_cf_write(ctx: &Context, key: &RedisString, change: CfChange) {
             full,
         } => {
             if let Some(header) = created {
-                let args: [&[u8]; 3] = [key.as_slice(), b"1", header];
-                ctx.replicate("CF.LOADCHUNK", &args[..]);
+                replicate_cf_creation(ctx, key, header);
                 notify(ctx, c"cf.reserve", key);
             }
             if changed.iter().any(|&c| c) {
@@ -255,4 +255,9 @@ pub fn after_cf_write(ctx: &Context, key: &RedisString, change: CfChange) {
             notify(ctx, c"cf.loadchunk", key);
         }
     }
+}
+
+fn replicate_cf_creation(ctx: &Context, key: &RedisString, header: &[u8]) {
+    let args: [&[u8]; 3] = [key.as_slice(), b"1", header];
+    ctx.replicate("CF.LOADCHUNK", &args[..]);
 }

@@ -925,3 +925,53 @@ fn cf_random_command_streams_answer_like_redisbloom() {
         problems[..problems.len().min(30)].join("\n")
     );
 }
+
+/// A layerbloom replica of a RedisBloom primary (so also a RedisBloom AOF replayed) reads the
+/// commands in RedisBloom's own syntax, the one they were accepted in, and builds the same
+/// filters: unknown and repeated CF.RESERVE options, CF.INSERT options by their first letter.
+#[test]
+fn cf_a_replica_of_redisbloom_reads_its_commands_as_redisbloom_did() {
+    require_own_server!();
+    let Some(path) = common::redisbloom_path() else {
+        eprintln!("skipped: RedisBloom's module is not available");
+        return;
+    };
+    let primary = Server::builder().module(&path).start();
+    let mut p = primary.conn();
+    // Before the link: these come to the replica in the full sync's RDB.
+    p.ok(&cmd!("CF.RESERVE", "synced", "100", "BUCKETSIZE", "4"));
+    p.q::<i64>(&cmd!("CF.ADD", "synced", "x"));
+    let replica = Server::builder().replica_of(&primary).start();
+    common::wait_for_link(&replica);
+    let commands = [
+        cmd!(
+            "CF.RESERVE",
+            "r1",
+            "100",
+            "FOO",
+            "3",
+            "EXPANSION",
+            "2",
+            "EXPANSION",
+            "4"
+        ),
+        cmd!("CF.INSERT", "r2", "cap", "10", "icecream", "a", "b"),
+        cmd!("CF.INSERTNX", "r2", "n", "i", "a", "c"),
+        cmd!("CF.ADD", "r1", "a"),
+        cmd!("CF.ADD", "r3", "a"),
+        cmd!("CF.DEL", "r3", "a"),
+        cmd!("CF.COMPACT", "r3"),
+    ];
+    for c in &commands {
+        let v = p.raw(c);
+        assert!(common::error_of(&v).is_none(), "{}: {v:?}", common::show(c));
+    }
+    p.q::<i64>(&cmd!("WAIT", 1, 10_000));
+    let mut r = replica.conn();
+    for key in ["synced", "r1", "r2", "r3"] {
+        wait_until(std::time::Duration::from_secs(10), "the replica", || {
+            r.raw(&cmd!("CF.DEBUG", key)) == p.raw(&cmd!("CF.DEBUG", key))
+        });
+        assert_eq!(cf_scandump(&mut r, key), cf_scandump(&mut p, key), "{key}");
+    }
+}

@@ -144,6 +144,78 @@ pub fn parse_insert<'a>(args: &'a [&'a [u8]]) -> Result<Insert<'a>, BfError> {
     Err(BfError::WrongArity)
 }
 
+/// Which syntax a command is read with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    /// A client's command: layerbloom's, which refuses what is ambiguous.
+    Strict,
+    /// A command replayed from the AOF or sent by a primary, which may have been written by
+    /// RedisBloom: its own parser's reading, so that its AOF and its replication stream
+    /// rebuild the filters it built. (layerbloom's own primaries send creations as
+    /// `CF.LOADCHUNK` headers, and their other commands read the same either way.)
+    RedisBloom,
+}
+
+/// `CF.RESERVE` as RedisBloom reads it: `args` are the arguments after the command name
+/// (the key first); each option word is searched from the key on, the first occurrence
+/// counting, and other words are ignored.
+pub fn parse_reserve_redisbloom(args: &[&[u8]]) -> Result<Shape, BfError> {
+    let cap = capacity(args.get(1).ok_or(BfError::WrongArity)?)?;
+    let value = |name: &str| {
+        let at = args
+            .iter()
+            .position(|a| a.eq_ignore_ascii_case(name.as_bytes()))?;
+        args.get(at + 1).copied()
+    };
+    let mut p = Params::default();
+    if let Some(v) = value("MAXITERATIONS") {
+        let v = number::parse_i64(v).ok_or(BfError::CfMaxIterationsNotNumeric)?;
+        p.max_iterations = params::max_iterations(v).map_err(param_error)?;
+    }
+    if let Some(v) = value("BUCKETSIZE") {
+        let v = number::parse_i64(v).ok_or(BfError::CfBucketSizeNotNumeric)?;
+        p.bucket_size = params::bucket_size(v).map_err(param_error)?;
+    }
+    if let Some(v) = value("EXPANSION") {
+        let v = number::parse_i64(v).ok_or(BfError::CfExpansionNotNumeric)?;
+        p.expansion = params::expansion(v).map_err(param_error)?;
+    }
+    shape_for(cap, p)
+}
+
+/// `CF.INSERT` as RedisBloom reads it: options told apart by their first letter (`c...`
+/// CAPACITY, `n...` NOCREATE, `i...` ITEMS, after which every word is an item).
+pub fn parse_insert_redisbloom<'a>(args: &'a [&'a [u8]]) -> Result<Insert<'a>, BfError> {
+    let mut cap = params::DEFAULT_CAPACITY as i64;
+    let mut nocreate = false;
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].first().map(u8::to_ascii_uppercase) {
+            Some(b'C') => {
+                cap = capacity(args.get(i + 1).ok_or(BfError::WrongArity)?)?;
+                i += 2;
+            }
+            Some(b'N') => {
+                nocreate = true;
+                i += 1;
+            }
+            Some(b'I') => {
+                let items = &args[i + 1..];
+                if items.is_empty() {
+                    return Err(BfError::WrongArity);
+                }
+                let shape = shape_for(cap, Params::default())?;
+                return Ok(Insert {
+                    create: (!nocreate).then_some(shape),
+                    items,
+                });
+            }
+            _ => return Err(BfError::InsertUnknownArgument),
+        }
+    }
+    Err(BfError::WrongArity)
+}
+
 /// An iterator of `CF.SCANDUMP` (at least `min`).
 pub fn position(text: &[u8], min: i64) -> Result<u64, BfError> {
     number::parse_i64(text)
@@ -263,6 +335,41 @@ mod tests {
         assert_eq!(
             insert(&["NOCREATE", "NOCREATE", "ITEMS", "a"]),
             Err(BfError::CfRepeatedOption("NOCREATE"))
+        );
+    }
+
+    #[test]
+    fn redisbloom_s_reading_is_kept_for_its_aof_and_primaries() {
+        let words = |w: &[&'static str]| w.iter().map(|x| x.as_bytes()).collect::<Vec<_>>();
+        let s = parse_reserve_redisbloom(&words(&[
+            "k",
+            "100",
+            "FOO",
+            "3",
+            "EXPANSION",
+            "2",
+            "expansion",
+            "8",
+        ]));
+        assert_eq!(
+            s.unwrap().params.expansion,
+            2,
+            "the first occurrence counts"
+        );
+        assert_eq!(
+            parse_reserve_redisbloom(&words(&["bucketsize", "100"])),
+            Err(BfError::CfCapacityTooSmall),
+            "a key named like an option is read as one, as RedisBloom reads it"
+        );
+        let args = words(&["cap", "10", "nx", "icecream", "a", "b"]);
+        let i = parse_insert_redisbloom(&args).unwrap();
+        assert_eq!((i.create, i.items.len()), (None, 2));
+        let args = words(&["CAPACITY", "10", "ITEMS", "a"]);
+        let i = parse_insert_redisbloom(&args).unwrap();
+        assert_eq!((i.create.unwrap().buckets, i.items.len()), (8, 1));
+        assert_eq!(
+            parse_insert_redisbloom(&words(&["EXPANSION", "2", "ITEMS", "a"])).unwrap_err(),
+            BfError::InsertUnknownArgument
         );
     }
 

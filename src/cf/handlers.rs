@@ -14,7 +14,7 @@ use layerbloom_filter::FilterError;
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{Context, ContextFlags, KeyType, RedisString};
 
-use crate::cf::args::{self, Shape};
+use crate::cf::args::{self, Shape, Syntax};
 use crate::config;
 use crate::datatype_cf::CUCKOO_TYPE;
 use crate::dispatch::CommandResult;
@@ -92,17 +92,39 @@ fn add_limits(ctx: &Context, filter: &CuckooFilter) -> (Limits, CfLimits) {
     (limits, core)
 }
 
+/// The syntax a command is read with: RedisBloom's for commands replayed from the AOF or
+/// sent by a primary (they may be RedisBloom's), layerbloom's strict one for clients.
+fn syntax(ctx: &Context) -> Syntax {
+    if ctx
+        .get_flags()
+        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
+    {
+        Syntax::RedisBloom
+    } else {
+        Syntax::Strict
+    }
+}
+
 /// `CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS m] [EXPANSION e]`
 pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
-    let rest: Vec<&[u8]> = args[2..].iter().map(RedisString::as_slice).collect();
-    let shape = args::parse_reserve(&rest)?;
+    let shape = match syntax(ctx) {
+        Syntax::Strict => {
+            let rest: Vec<&[u8]> = args[2..].iter().map(RedisString::as_slice).collect();
+            args::parse_reserve(&rest)?
+        }
+        Syntax::RedisBloom => {
+            let rest: Vec<&[u8]> = args[1..].iter().map(RedisString::as_slice).collect();
+            args::parse_reserve_redisbloom(&rest)?
+        }
+    };
     let key = ctx.open_key_writable(&args[1]);
     if key.key_type() != KeyType::Empty {
         write_filter(&key)?;
         return Err(BfError::ItemExists);
     }
-    store_filter(&key, new_filter(ctx, shape)?)?;
-    propagate::after_cf_write(ctx, &args[1], CfChange::Reserved);
+    let filter = store_filter(&key, new_filter(ctx, shape)?)?;
+    let header = Header::of(filter).encode();
+    propagate::after_cf_write(ctx, &args[1], CfChange::Reserved(&header));
     Reply::new(ctx).ok();
     Ok(())
 }
@@ -175,7 +197,10 @@ pub fn insertnx(ctx: &Context, args: &[RedisString]) -> CommandResult {
 /// error other than "did not fit" ends the array and the items after it are not processed.
 fn insert_items(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult {
     let rest: Vec<&[u8]> = args[2..].iter().map(RedisString::as_slice).collect();
-    let parsed = args::parse_insert(&rest)?;
+    let parsed = match syntax(ctx) {
+        Syntax::Strict => args::parse_insert(&rest)?,
+        Syntax::RedisBloom => args::parse_insert_redisbloom(&rest)?,
+    };
     let item_args = &args[args.len() - parsed.items.len()..];
     let key = ctx.open_key_writable(&args[1]);
     let (filter, created) = filter_for_add(ctx, &key, parsed.create)?;
