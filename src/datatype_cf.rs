@@ -44,8 +44,11 @@ unsafe fn filter<'a>(value: *mut c_void) -> &'a CuckooFilter {
     unsafe { &*value.cast::<CuckooFilter>() }
 }
 
+/// A loaded or copied filter as the value Redis stores, counted in `INFO bf`.
 fn into_value(filter: CuckooFilter) -> *mut c_void {
-    Box::into_raw(Box::new(filter)).cast()
+    let value = Box::new(filter);
+    crate::cf::stats::entered(&value);
+    Box::into_raw(value).cast()
 }
 
 extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
@@ -153,7 +156,9 @@ extern "C" fn free(value: *mut c_void) {
     }
     guarded("cuckoo free", (), || {
         // SAFETY: a `Box<CuckooFilter>` this module created; Redis frees it exactly once.
-        drop(unsafe { Box::from_raw(value.cast::<CuckooFilter>()) });
+        let filter = unsafe { Box::from_raw(value.cast::<CuckooFilter>()) };
+        crate::cf::stats::freed(&filter);
+        drop(filter);
     })
 }
 

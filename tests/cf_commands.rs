@@ -781,3 +781,64 @@ fn maxmemory_refuses_a_filter_that_would_pass_it() {
     assert_eq!(con.q::<i64>(&cmd!("EXISTS", "big")), 0);
     con.ok(&cmd!("CF.RESERVE", "small", "1000"));
 }
+
+// ---------------------------------------------------------------- INFO bf
+
+#[test]
+fn info_bf_counts_cuckoo_filters_and_what_they_could_not_do() {
+    require_own_server!();
+    let s = Server::start();
+    let mut con = s.conn();
+    let figure = |con: &mut redis::Connection, name: &str| common::info_i64(con, "bf", name);
+    assert_eq!(figure(&mut con, "bf_cf_filters"), 0);
+    con.ok(&cmd!(
+        "CF.RESERVE",
+        "a",
+        "4",
+        "BUCKETSIZE",
+        "1",
+        "EXPANSION",
+        "0"
+    ));
+    con.ok(&cmd!("CF.RESERVE", "b", "64", "EXPANSION", "1"));
+    insert(&mut con, "b", &items("b", 200));
+    let v = con.raw(&cmd!(
+        "CF.INSERT",
+        "a",
+        "ITEMS",
+        "1",
+        "2",
+        "3",
+        "4",
+        "5",
+        "6",
+        "7"
+    ));
+    let refused = match &v {
+        Value::Array(xs) => xs.iter().filter(|x| **x == Value::Int(-1)).count() as i64,
+        other => panic!("{other:?}"),
+    };
+    assert!(refused > 0);
+    let added_a = 7 - refused;
+    con.q::<i64>(&cmd!("CF.DEL", "b", "never-added-1"));
+    con.q::<i64>(&cmd!("CF.DEL", "b", "b:0"));
+    let subs = field(&mut con, "b", "Number of filters");
+    assert!(subs > 1, "b grew");
+    assert_eq!(figure(&mut con, "bf_cf_filters"), 2);
+    assert_eq!(figure(&mut con, "bf_cf_sub_filters"), 1 + subs);
+    assert_eq!(
+        figure(&mut con, "bf_cf_items"),
+        added_a + field(&mut con, "b", "Number of items inserted")
+    );
+    assert!(figure(&mut con, "bf_cf_bytes") > 0);
+    assert!(figure(&mut con, "bf_cf_deletes_not_found") >= 1);
+    assert_eq!(figure(&mut con, "bf_cf_refused_full"), refused);
+    let e = con.err_text(&cmd!("CF.ADD", "a", "more"));
+    assert_eq!(e, "Filter is full");
+    assert_eq!(figure(&mut con, "bf_cf_refused_full"), refused + 1);
+    con.q::<i64>(&cmd!("DEL", "a", "b"));
+    assert_eq!(figure(&mut con, "bf_cf_filters"), 0);
+    assert_eq!(figure(&mut con, "bf_cf_sub_filters"), 0);
+    assert_eq!(figure(&mut con, "bf_cf_items"), 0);
+    assert_eq!(figure(&mut con, "bf_cf_bytes"), 0);
+}

@@ -15,6 +15,7 @@ use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{Context, ContextFlags, KeyType, RedisString};
 
 use crate::cf::args::{self, Shape, Syntax};
+use crate::cf::stats::{self, Figures};
 use crate::config;
 use crate::datatype_cf::CUCKOO_TYPE;
 use crate::dispatch::CommandResult;
@@ -39,7 +40,18 @@ fn store_filter(
 ) -> Result<&mut CuckooFilter, BfError> {
     key.set_value(&CUCKOO_TYPE, filter)
         .map_err(|_| BfError::Internal)?;
-    write_filter(key)?.ok_or(BfError::Internal)
+    let stored = write_filter(key)?.ok_or(BfError::Internal)?;
+    stats::entered(stored);
+    Ok(stored)
+}
+
+/// Counts a refusal in `INFO bf`.
+fn count_refusal(e: &CuckooError) {
+    match e {
+        CuckooError::Full => stats::refused_full(1),
+        CuckooError::MaxExpansions => stats::refused_max_expansions(),
+        _ => {}
+    }
 }
 
 /// The client-visible error of a core refusal, under `limits`.
@@ -158,12 +170,17 @@ fn add_one(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult {
     let key = ctx.open_key_writable(&args[1]);
     let (filter, created) = filter_for_add(ctx, &key, Some(args::default_shape()))?;
     let (limits, core) = add_limits(ctx, filter);
+    let before = Figures::of(filter);
     let item = args[2].as_slice();
     let result = if nx {
         filter.add_nx(item, &core)
     } else {
         filter.add(item, &core).map(|()| true)
     };
+    stats::changed(before, filter);
+    if let Err(e) = &result {
+        count_refusal(e);
+    }
     let changed = [matches!(result, Ok(true))];
     propagate::after_cf_write(
         ctx,
@@ -205,12 +222,23 @@ fn insert_items(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult 
     let key = ctx.open_key_writable(&args[1]);
     let (filter, created) = filter_for_add(ctx, &key, parsed.create)?;
     let (limits, core) = add_limits(ctx, filter);
+    let before = Figures::of(filter);
     let outcome = filter.insert_many(parsed.items, nx, &core);
+    stats::changed(before, filter);
     let results = match &outcome {
         Ok(results) => &results[..],
         Err(_) => &[],
     };
     let changed: Vec<bool> = results.iter().map(|r| matches!(r, Ok(true))).collect();
+    match &outcome {
+        Ok(results) => stats::refused_full(
+            results
+                .iter()
+                .filter(|r| matches!(r, Err(CuckooError::Full)))
+                .count(),
+        ),
+        Err(e) => count_refusal(e),
+    }
     propagate::after_cf_write(
         ctx,
         &args[1],
@@ -276,9 +304,13 @@ pub fn count(ctx: &Context, args: &[RedisString]) -> CommandResult {
 pub fn del(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key_writable(&args[1]);
     let filter = write_filter(&key)?.ok_or(BfError::CfNotFound)?;
+    let before = Figures::of(filter);
     let deleted = filter.delete(args[2].as_slice());
+    stats::changed(before, filter);
     if deleted {
         propagate::after_cf_write(ctx, &args[1], CfChange::Deleted);
+    } else {
+        stats::delete_not_found();
     }
     Reply::new(ctx).boolean(deleted);
     Ok(())
@@ -287,9 +319,10 @@ pub fn del(ctx: &Context, args: &[RedisString]) -> CommandResult {
 /// `CF.COMPACT key`
 pub fn compact(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key_writable(&args[1]);
-    write_filter(&key)?
-        .ok_or(BfError::CfCompactNotFound)?
-        .compact();
+    let filter = write_filter(&key)?.ok_or(BfError::CfCompactNotFound)?;
+    let before = Figures::of(filter);
+    filter.compact();
+    stats::changed(before, filter);
     propagate::after_cf_write(ctx, &args[1], CfChange::Compacted);
     Reply::new(ctx).ok();
     Ok(())

@@ -5,6 +5,7 @@ use crate::dispatch::command_table;
 
 pub mod args;
 pub mod handlers;
+pub mod stats;
 mod table;
 
 pub use table::COMMANDS;
