@@ -384,13 +384,9 @@ pub fn scandump(ctx: &Context, args: &[RedisString]) -> CommandResult {
 /// the AOF or sent by a primary as the RDB loader does (it describes a filter already
 /// accepted).
 fn header_strictness(ctx: &Context) -> Strictness {
-    if ctx
-        .get_flags()
-        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
-    {
-        Strictness::Rdb
-    } else {
-        Strictness::LoadChunk
+    match syntax(ctx) {
+        Syntax::Strict => Strictness::LoadChunk,
+        Syntax::RedisBloom => Strictness::Rdb,
     }
 }
 
