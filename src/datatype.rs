@@ -48,10 +48,10 @@ pub static BLOOM_TYPE: RedisType = RedisType::new(
 
 /// Bytes a background thread frees per unit of `free_effort`. Redis frees a value in the
 /// background when its effort exceeds 64, so filters above about 4 MiB are freed lazily.
-const FREE_EFFORT_BYTES: u64 = 64 * 1024;
+pub(crate) const FREE_EFFORT_BYTES: u64 = 64 * 1024;
 
 /// Runs a callback body, logging a panic and returning `fallback` instead of unwinding.
-fn guarded<T>(what: &str, fallback: T, body: impl FnOnce() -> T) -> T {
+pub(crate) fn guarded<T>(what: &str, fallback: T, body: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| {
         crate::log::warning(
             None,
@@ -136,7 +136,7 @@ fn checked<T>(io: &Io, value: T) -> Result<T, CodecError> {
 /// The limits of a value loaded by a client's RESTORE, or `None` when the server is loading
 /// (startup, DEBUG RELOAD, a full sync from the primary, the AOF) or is a replica (a RESTORE
 /// it runs comes from its primary, which accepted it): copies accept what the primary did.
-fn restore_limits(io: &Io) -> Option<Limits> {
+pub(crate) fn restore_limits(io: &Io) -> Option<Limits> {
     let flags = io.context_flags()?;
     if flags.intersects(crate::memory::EXEMPT | ContextFlags::SLAVE) {
         return None;

@@ -87,6 +87,55 @@ pub enum BfError {
     /// command refused at maxmemory, so clients handle both alike.
     #[error("OOM command not allowed when used memory > 'maxmemory'.")]
     OverMaxmemory,
+
+    // The CF commands' texts (RedisBloom's where it has one).
+    #[error("Capacity must be at least (BucketSize * 2)")]
+    CfCapacityTooSmall,
+    #[error("Couldn't parse BUCKETSIZE")]
+    CfBucketSizeNotNumeric,
+    #[error("Couldn't parse MAXITERATIONS")]
+    CfMaxIterationsNotNumeric,
+    #[error("Couldn't parse EXPANSION")]
+    CfExpansionNotNumeric,
+    #[error("BUCKETSIZE: value must be an integer between 1 and 255, inclusive.")]
+    CfBucketSizeRange,
+    #[error("MAXITERATIONS: value must be an integer between 1 and 65535, inclusive.")]
+    CfMaxIterationsRange,
+    #[error("EXPANSION: value must be an integer between 0 and 32768, inclusive.")]
+    CfExpansionRange,
+    /// A repeated option: RedisBloom takes the first silently, so `EXPANSION 2 EXPANSION 4`
+    /// would not do what the second word says.
+    #[error("ERR option {0} given more than once")]
+    CfRepeatedOption(&'static str),
+    /// A filter that cannot be allocated at all (RedisBloom's text).
+    #[error("ERR Insufficient memory to create filter")]
+    CfInsufficientMemory,
+    #[error("Not found")]
+    CfNotFound,
+    #[error("Cuckoo filter was not found")]
+    CfCompactNotFound,
+    #[error("Filter is full")]
+    CfFull,
+    #[error("Maximum expansions reached")]
+    CfMaxExpansions,
+    #[error("Invalid position")]
+    CfInvalidPosition,
+    #[error("Invalid header")]
+    CfInvalidHeader,
+    #[error("Couldn't create filter!")]
+    CfCouldNotCreate,
+    #[error("Couldn't load chunk!")]
+    CfCouldNotLoadChunk,
+    #[error(
+        "ERR problem inserting into filter: its next sub-filter would bring it to {needed} \
+         bytes, over the per-filter limit bf-max-filter-memory of {limit} bytes"
+    )]
+    CfGrowOverLimit { needed: u64, limit: u64 },
+    #[error(
+        "ERR problem inserting into filter: the filter has reached its maximum of {limit} \
+         sub-filters"
+    )]
+    CfTooManySubFilters { limit: usize },
 }
 
 impl BfError {
@@ -209,6 +258,57 @@ mod tests {
             (
                 BfError::OverMaxmemory,
                 "OOM command not allowed when used memory > 'maxmemory'.",
+            ),
+            (
+                BfError::CfCapacityTooSmall,
+                "Capacity must be at least (BucketSize * 2)",
+            ),
+            (BfError::CfBucketSizeNotNumeric, "Couldn't parse BUCKETSIZE"),
+            (
+                BfError::CfMaxIterationsNotNumeric,
+                "Couldn't parse MAXITERATIONS",
+            ),
+            (BfError::CfExpansionNotNumeric, "Couldn't parse EXPANSION"),
+            (
+                BfError::CfBucketSizeRange,
+                "BUCKETSIZE: value must be an integer between 1 and 255, inclusive.",
+            ),
+            (
+                BfError::CfMaxIterationsRange,
+                "MAXITERATIONS: value must be an integer between 1 and 65535, inclusive.",
+            ),
+            (
+                BfError::CfExpansionRange,
+                "EXPANSION: value must be an integer between 0 and 32768, inclusive.",
+            ),
+            (
+                BfError::CfRepeatedOption("EXPANSION"),
+                "ERR option EXPANSION given more than once",
+            ),
+            (
+                BfError::CfInsufficientMemory,
+                "ERR Insufficient memory to create filter",
+            ),
+            (BfError::CfNotFound, "Not found"),
+            (BfError::CfCompactNotFound, "Cuckoo filter was not found"),
+            (BfError::CfFull, "Filter is full"),
+            (BfError::CfMaxExpansions, "Maximum expansions reached"),
+            (BfError::CfInvalidPosition, "Invalid position"),
+            (BfError::CfInvalidHeader, "Invalid header"),
+            (BfError::CfCouldNotCreate, "Couldn't create filter!"),
+            (BfError::CfCouldNotLoadChunk, "Couldn't load chunk!"),
+            (
+                BfError::CfGrowOverLimit {
+                    needed: 10,
+                    limit: 5,
+                },
+                "ERR problem inserting into filter: its next sub-filter would bring it to 10 \
+                 bytes, over the per-filter limit bf-max-filter-memory of 5 bytes",
+            ),
+            (
+                BfError::CfTooManySubFilters { limit: 1024 },
+                "ERR problem inserting into filter: the filter has reached its maximum of 1024 \
+                 sub-filters",
             ),
         ];
         for (error, text) in table {

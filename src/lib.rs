@@ -4,10 +4,12 @@
 
 mod alloc;
 mod bf;
+mod cf;
 mod command_docs;
 mod command_spec;
 mod config;
 mod datatype;
+mod datatype_cf;
 mod dispatch;
 mod error;
 mod log;
@@ -22,13 +24,14 @@ mod stats;
 use redis_module::{redis_module, Context, RedisString, Status};
 
 use crate::datatype::BLOOM_TYPE;
+use crate::datatype_cf::CUCKOO_TYPE;
 
 /// The version `MODULE LIST` reports: the RedisBloom API level implemented (2.8), so tools
 /// that gate features on RedisBloom's version see the BF commands they expect.
 const MODULE_VERSION: i32 = 20800;
 
 /// The command table of each structure.
-const TABLES: &[&[dispatch::Command]] = &[bf::COMMANDS];
+const TABLES: &[&[dispatch::Command]] = &[bf::COMMANDS, cf::COMMANDS];
 
 #[cfg(not(test))]
 type Allocator = alloc::ModuleAlloc;
@@ -130,6 +133,6 @@ redis_module! {
     name: "bf",
     version: MODULE_VERSION,
     allocator: (Allocator, ALLOCATOR),
-    data_types: [BLOOM_TYPE],
+    data_types: [BLOOM_TYPE, CUCKOO_TYPE],
     init: init,
 }

@@ -96,7 +96,7 @@ impl Limits {
     }
 
     /// Whether a core refusal at `limit` was `maxmemory`'s.
-    fn is_memory(&self, limit: u64) -> bool {
+    pub fn is_memory(&self, limit: u64) -> bool {
         self.memory.is_some_and(|m| m < self.filter && limit == m)
     }
 

@@ -171,3 +171,93 @@ fn capacity_warnings(ctx: &Context, key: &RedisString, before: LoadMark, filter:
         stats::warned();
     }
 }
+
+/// What a CF write did to its key. CF writes are deterministic (no setting changes their
+/// outcome, and evictions depend only on the item and the filter), so a command replicates
+/// verbatim, except when the filter was created (replicated as its `CF.LOADCHUNK` header,
+/// which pins every setting and reads the same in RedisBloom's syntax, which replicas and
+/// AOF replay use) or an add stopped before its last item (a memory limit that a replica does
+/// not apply): then only the items that changed the filter are sent, as `CF.INSERT key
+/// NOCREATE ITEMS ...`, which has the same effect on the same filter.
+pub enum CfChange<'a> {
+    /// A filter was created empty by CF.RESERVE; the new filter's header.
+    Reserved(&'a [u8]),
+    /// Items were offered: `changed[i]` tells whether `items[i]` was added; items past
+    /// `changed` were not processed. `created`: the header of a filter the command created.
+    /// `full`: some item did not fit a non-scaling filter.
+    Added {
+        created: Option<&'a [u8]>,
+        items: &'a [RedisString],
+        changed: &'a [bool],
+        full: bool,
+    },
+    /// A CF.DEL that removed a fingerprint.
+    Deleted,
+    /// CF.COMPACT.
+    Compacted,
+    /// A CF.LOADCHUNK was applied; `created` when it was the header.
+    Loaded { created: bool },
+}
+
+/// Replicates and notifies a CF write. Events (class `g`): `cf.reserve` (a filter was
+/// created), `cf.add`, `cf.del`, `cf.compact`, `cf.loadchunk`, `cf.full` (an item did not
+/// fit a non-scaling filter).
+pub fn after_cf_write(ctx: &Context, key: &RedisString, change: CfChange) {
+    match change {
+        CfChange::Reserved(header) => {
+            replicate_cf_creation(ctx, key, header);
+            notify(ctx, c"cf.reserve", key);
+        }
+        CfChange::Added {
+            created,
+            items,
+            changed,
+            full,
+        } => {
+            if let Some(header) = created {
+                replicate_cf_creation(ctx, key, header);
+                notify(ctx, c"cf.reserve", key);
+            }
+            if changed.iter().any(|&c| c) {
+                if created.is_none() && changed.len() == items.len() {
+                    ctx.replicate_verbatim();
+                } else {
+                    let mut args: Vec<&[u8]> = Vec::with_capacity(items.len() + 3);
+                    args.extend([key.as_slice(), b"NOCREATE", b"ITEMS"]);
+                    args.extend(
+                        items
+                            .iter()
+                            .zip(changed)
+                            .filter(|(_, &c)| c)
+                            .map(|(item, _)| item.as_slice()),
+                    );
+                    ctx.replicate("CF.INSERT", &args[..]);
+                }
+                notify(ctx, c"cf.add", key);
+            }
+            if full {
+                notify(ctx, c"cf.full", key);
+            }
+        }
+        CfChange::Deleted => {
+            ctx.replicate_verbatim();
+            notify(ctx, c"cf.del", key);
+        }
+        CfChange::Compacted => {
+            ctx.replicate_verbatim();
+            notify(ctx, c"cf.compact", key);
+        }
+        CfChange::Loaded { created } => {
+            ctx.replicate_verbatim();
+            if created {
+                notify(ctx, c"cf.reserve", key);
+            }
+            notify(ctx, c"cf.loadchunk", key);
+        }
+    }
+}
+
+fn replicate_cf_creation(ctx: &Context, key: &RedisString, header: &[u8]) {
+    let args: [&[u8]; 3] = [key.as_slice(), b"1", header];
+    ctx.replicate("CF.LOADCHUNK", &args[..]);
+}

@@ -513,6 +513,15 @@ impl Io<'_> {
         }
     }
 
+    pub fn save_unsigned(&mut self, value: u64) {
+        // SAFETY: a live handle of a save.
+        unsafe {
+            if let Some(save) = raw::RedisModule_SaveUnsigned {
+                save(self.io, value);
+            }
+        }
+    }
+
     pub fn save_string_buffer(&mut self, bytes: &[u8]) {
         // SAFETY: a live handle of a save; Redis copies the bytes.
         unsafe {

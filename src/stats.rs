@@ -170,7 +170,7 @@ pub fn refused(error: &BfError) {
 
 /// The `INFO bf` fields: `(section, [(field, value)])`. Field names get the module's `bf_`
 /// prefix from Redis.
-pub fn info_fields() -> [(&'static str, Vec<(&'static str, String)>); 2] {
+pub fn info_fields() -> Vec<(&'static str, Vec<(&'static str, String)>)> {
     let n = |counter: &AtomicI64| counter.load(Ordering::Relaxed).to_string();
     let full = REFUSED_FULL.load(Ordering::Relaxed);
     let grow = REFUSED_GROW.load(Ordering::Relaxed);
@@ -179,7 +179,7 @@ pub fn info_fields() -> [(&'static str, Vec<(&'static str, String)>); 2] {
     } else {
         "blocked"
     };
-    [
+    vec![
         (
             "stats",
             vec![
@@ -210,10 +210,12 @@ pub fn info_fields() -> [(&'static str, Vec<(&'static str, String)>); 2] {
                 ("capacity_warning", config::capacity_warning().to_string()),
             ],
         ),
+        crate::cf::stats::info_fields(),
     ]
 }
 
-/// The module's INFO callback: sections `bf_stats` and `bf_settings` (`INFO bf` shows both).
+/// The module's INFO callback: sections `bf_stats`, `bf_settings` and `bf_cuckoo` (`INFO bf`
+/// shows them all).
 pub extern "C" fn info_callback(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
     let _ = for_crash_report;
     // SAFETY: `ctx` is the INFO context Redis passed to this callback; `info` is dropped

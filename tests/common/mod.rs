@@ -5,6 +5,7 @@
 //! - [`kind`]: which server binary and module the suite runs, and which server that is.
 //! - [`valgrind`]: running the spawned servers under valgrind memcheck.
 //! - [`conn`]: commands on a connection, reply texts, `INFO` and `CONFIG`, bounded waits.
+//! - [`cf`]: `CF.*` helpers and the RedisBloom cuckoo fixtures' notation.
 //! - [`bf`]: `BF.*` helpers (`BF.INFO`, batched adds and probes, SCANDUMP walks) and workloads.
 //! - [`payloads`]: DUMP payloads and RDB values built field by field, with valid checksums.
 
@@ -49,6 +50,7 @@ macro_rules! skip_unless {
 }
 
 mod bf;
+mod cf;
 mod conn;
 mod kind;
 mod payloads;
@@ -56,6 +58,7 @@ mod server;
 mod valgrind;
 
 pub use bf::*;
+pub use cf::*;
 pub use conn::*;
 pub use kind::*;
 pub use payloads::*;

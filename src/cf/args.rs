@@ -1,0 +1,383 @@
+//! Parsing of the CF commands' arguments: RedisBloom's syntax, errors and order of errors,
+//! except where its parser is ambiguous. RedisBloom searches `CF.RESERVE`'s option words
+//! from the command name on (a key named `bucketsize` is read as the option), ignores words
+//! it does not know, takes the first of a repeated option and tells `CF.INSERT`'s options
+//! apart by their first letter (`nx` means NOCREATE). Here options are whole words
+//! (case-insensitive) after the fixed arguments; an unknown word or a repeated option is
+//! refused with an error.
+
+use layerbloom_filter::cuckoo::params::{self, ParamError};
+use layerbloom_filter::cuckoo::Params;
+
+use crate::error::BfError;
+use crate::number;
+
+/// A new filter's shape: the first sub-filter's bucket count and the settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub buckets: u64,
+    pub params: Params,
+}
+
+/// The filter `CF.ADD` / `CF.INSERT` create on a missing key without `CAPACITY`.
+pub fn default_shape() -> Shape {
+    shape_for(params::DEFAULT_CAPACITY as i64, Params::default())
+        .expect("the default capacity is valid")
+}
+
+fn shape_for(capacity: i64, params: Params) -> Result<Shape, BfError> {
+    let buckets = params::buckets_for(capacity, params.bucket_size).map_err(param_error)?;
+    Ok(Shape { buckets, params })
+}
+
+fn param_error(e: ParamError) -> BfError {
+    match e {
+        ParamError::CapacityTooSmall => BfError::CfCapacityTooSmall,
+        ParamError::BucketSize => BfError::CfBucketSizeRange,
+        ParamError::MaxIterations => BfError::CfMaxIterationsRange,
+        ParamError::Expansion => BfError::CfExpansionRange,
+        ParamError::Buckets => BfError::Internal,
+    }
+}
+
+fn capacity(text: &[u8]) -> Result<i64, BfError> {
+    number::parse_i64(text).ok_or(BfError::InsertBadCapacity)
+}
+
+/// The options of `CF.RESERVE`, in the order RedisBloom checks them.
+const RESERVE_OPTIONS: [&str; 3] = ["MAXITERATIONS", "BUCKETSIZE", "EXPANSION"];
+
+/// `CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS m] [EXPANSION e]`: `args` are the
+/// arguments after the key. Errors come in RedisBloom's order: the capacity's number, then
+/// MAXITERATIONS, BUCKETSIZE and EXPANSION (each parsed, then its range), then the
+/// capacity's minimum.
+pub fn parse_reserve(args: &[&[u8]]) -> Result<Shape, BfError> {
+    let (cap, options) = args.split_first().ok_or(BfError::WrongArity)?;
+    let cap = capacity(cap)?;
+    if options.len() % 2 != 0 {
+        return Err(BfError::WrongArity);
+    }
+    let mut values: [Option<&[u8]>; 3] = [None; 3];
+    for pair in options.chunks_exact(2) {
+        let index = RESERVE_OPTIONS
+            .iter()
+            .position(|o| o.as_bytes().eq_ignore_ascii_case(pair[0]))
+            .ok_or(BfError::ReserveUnknownArgument)?;
+        if values[index].replace(pair[1]).is_some() {
+            return Err(BfError::CfRepeatedOption(RESERVE_OPTIONS[index]));
+        }
+    }
+    let mut p = Params::default();
+    if let Some(v) = values[0] {
+        let v = number::parse_i64(v).ok_or(BfError::CfMaxIterationsNotNumeric)?;
+        p.max_iterations = params::max_iterations(v).map_err(param_error)?;
+    }
+    if let Some(v) = values[1] {
+        let v = number::parse_i64(v).ok_or(BfError::CfBucketSizeNotNumeric)?;
+        p.bucket_size = params::bucket_size(v).map_err(param_error)?;
+    }
+    if let Some(v) = values[2] {
+        let v = number::parse_i64(v).ok_or(BfError::CfExpansionNotNumeric)?;
+        p.expansion = params::expansion(v).map_err(param_error)?;
+    }
+    shape_for(cap, p)
+}
+
+/// A parsed `CF.INSERT` / `CF.INSERTNX`.
+#[derive(Debug)]
+pub struct Insert<'a> {
+    /// The filter to create on a missing key; `None` with NOCREATE.
+    pub create: Option<Shape>,
+    pub items: &'a [&'a [u8]],
+}
+
+/// `CF.INSERT key [CAPACITY c] [NOCREATE] ITEMS item...`: `args` are the arguments after the
+/// key. Every word after `ITEMS` is an item. The capacity is checked even when the key
+/// exists (RedisBloom does).
+pub fn parse_insert<'a>(args: &'a [&'a [u8]]) -> Result<Insert<'a>, BfError> {
+    let mut cap: Option<i64> = None;
+    let mut nocreate = false;
+    // RedisBloom answers a wrong argument count to a command without `ITEMS` and an item,
+    // whatever else is wrong: errors of the options wait for `ITEMS`.
+    let mut error: Option<BfError> = None;
+    let mut keep = |e: BfError| {
+        error.get_or_insert(e);
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let word = args[i];
+        if word.eq_ignore_ascii_case(b"ITEMS") {
+            let items = &args[i + 1..];
+            if items.is_empty() {
+                return Err(BfError::WrongArity);
+            }
+            if let Some(e) = error {
+                return Err(e);
+            }
+            // The capacity is checked with NOCREATE too, as RedisBloom checks it.
+            let shape = shape_for(
+                cap.unwrap_or(params::DEFAULT_CAPACITY as i64),
+                Params::default(),
+            )?;
+            let create = (!nocreate).then_some(shape);
+            return Ok(Insert { create, items });
+        } else if word.eq_ignore_ascii_case(b"CAPACITY") {
+            let Some(value) = args.get(i + 1) else {
+                break;
+            };
+            match capacity(value) {
+                Ok(c) if cap.replace(c).is_some() => keep(BfError::CfRepeatedOption("CAPACITY")),
+                Ok(_) => {}
+                Err(e) => keep(e),
+            }
+            i += 2;
+        } else if word.eq_ignore_ascii_case(b"NOCREATE") {
+            if nocreate {
+                keep(BfError::CfRepeatedOption("NOCREATE"));
+            }
+            nocreate = true;
+            i += 1;
+        } else {
+            return Err(BfError::InsertUnknownArgument);
+        }
+    }
+    Err(BfError::WrongArity)
+}
+
+/// Which syntax a command is read with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    /// A client's command: layerbloom's, which refuses what is ambiguous.
+    Strict,
+    /// A command replayed from the AOF or sent by a primary, which may have been written by
+    /// RedisBloom: its own parser's reading, so that its AOF and its replication stream
+    /// rebuild the filters it built. (layerbloom's own primaries send creations as
+    /// `CF.LOADCHUNK` headers, and their other commands read the same either way.)
+    RedisBloom,
+}
+
+/// `CF.RESERVE` as RedisBloom reads it: `args` are the arguments after the command name
+/// (the key first); each option word is searched from the key on, the first occurrence
+/// counting, and other words are ignored.
+pub fn parse_reserve_redisbloom(args: &[&[u8]]) -> Result<Shape, BfError> {
+    let cap = capacity(args.get(1).ok_or(BfError::WrongArity)?)?;
+    let value = |name: &str| {
+        let at = args
+            .iter()
+            .position(|a| a.eq_ignore_ascii_case(name.as_bytes()))?;
+        args.get(at + 1).copied()
+    };
+    let mut p = Params::default();
+    if let Some(v) = value("MAXITERATIONS") {
+        let v = number::parse_i64(v).ok_or(BfError::CfMaxIterationsNotNumeric)?;
+        p.max_iterations = params::max_iterations(v).map_err(param_error)?;
+    }
+    if let Some(v) = value("BUCKETSIZE") {
+        let v = number::parse_i64(v).ok_or(BfError::CfBucketSizeNotNumeric)?;
+        p.bucket_size = params::bucket_size(v).map_err(param_error)?;
+    }
+    if let Some(v) = value("EXPANSION") {
+        let v = number::parse_i64(v).ok_or(BfError::CfExpansionNotNumeric)?;
+        p.expansion = params::expansion(v).map_err(param_error)?;
+    }
+    shape_for(cap, p)
+}
+
+/// `CF.INSERT` as RedisBloom reads it: options told apart by their first letter (`c...`
+/// CAPACITY, `n...` NOCREATE, `i...` ITEMS, after which every word is an item).
+pub fn parse_insert_redisbloom<'a>(args: &'a [&'a [u8]]) -> Result<Insert<'a>, BfError> {
+    let mut cap = params::DEFAULT_CAPACITY as i64;
+    let mut nocreate = false;
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].first().map(u8::to_ascii_uppercase) {
+            Some(b'C') => {
+                cap = capacity(args.get(i + 1).ok_or(BfError::WrongArity)?)?;
+                i += 2;
+            }
+            Some(b'N') => {
+                nocreate = true;
+                i += 1;
+            }
+            Some(b'I') => {
+                let items = &args[i + 1..];
+                if items.is_empty() {
+                    return Err(BfError::WrongArity);
+                }
+                let shape = shape_for(cap, Params::default())?;
+                return Ok(Insert {
+                    create: (!nocreate).then_some(shape),
+                    items,
+                });
+            }
+            _ => return Err(BfError::InsertUnknownArgument),
+        }
+    }
+    Err(BfError::WrongArity)
+}
+
+/// An iterator of `CF.SCANDUMP` (at least `min`).
+pub fn position(text: &[u8], min: i64) -> Result<u64, BfError> {
+    number::parse_i64(text)
+        .filter(|&v| v >= min)
+        .map(|v| v as u64)
+        .ok_or(BfError::CfInvalidPosition)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reserve(words: &[&str]) -> Result<Shape, BfError> {
+        let args: Vec<&[u8]> = words.iter().map(|w| w.as_bytes()).collect();
+        parse_reserve(&args)
+    }
+
+    fn insert(words: &[&str]) -> Result<(Option<Shape>, usize), BfError> {
+        let args: Vec<&[u8]> = words.iter().map(|w| w.as_bytes()).collect();
+        parse_insert(&args).map(|i| (i.create, i.items.len()))
+    }
+
+    #[test]
+    fn reserve_reads_redisbloom_options_and_rounds_expansion() {
+        let s = reserve(&[
+            "100",
+            "bucketsize",
+            "4",
+            "maxiterations",
+            "7",
+            "expansion",
+            "3",
+        ]);
+        let s = s.unwrap();
+        assert_eq!(s.buckets, 32);
+        assert_eq!(
+            s.params,
+            Params {
+                bucket_size: 4,
+                max_iterations: 7,
+                expansion: 4
+            }
+        );
+        assert_eq!(reserve(&["1000"]).unwrap().buckets, 512);
+    }
+
+    #[test]
+    fn reserve_errors_come_in_redisbloom_order() {
+        assert_eq!(
+            reserve(&["abc", "BUCKETSIZE", "0"]),
+            Err(BfError::InsertBadCapacity)
+        );
+        assert_eq!(
+            reserve(&["100", "BUCKETSIZE", "0", "MAXITERATIONS", "0"]),
+            Err(BfError::CfMaxIterationsRange)
+        );
+        assert_eq!(
+            reserve(&["100", "EXPANSION", "-1", "BUCKETSIZE", "0"]),
+            Err(BfError::CfBucketSizeRange)
+        );
+        assert_eq!(
+            reserve(&["1", "EXPANSION", "-1"]),
+            Err(BfError::CfExpansionRange)
+        );
+        assert_eq!(reserve(&["3"]), Err(BfError::CfCapacityTooSmall));
+        assert_eq!(
+            reserve(&["100", "BUCKETSIZE", "1.5"]),
+            Err(BfError::CfBucketSizeNotNumeric)
+        );
+    }
+
+    #[test]
+    fn reserve_refuses_unknown_and_repeated_words() {
+        assert_eq!(
+            reserve(&["100", "FOO", "3"]),
+            Err(BfError::ReserveUnknownArgument)
+        );
+        assert_eq!(
+            reserve(&["100", "EXPANSION", "2", "EXPANSION", "4"]),
+            Err(BfError::CfRepeatedOption("EXPANSION"))
+        );
+        assert_eq!(reserve(&["100", "EXPANSION"]), Err(BfError::WrongArity));
+    }
+
+    #[test]
+    fn insert_takes_whole_words_and_every_word_after_items() {
+        assert_eq!(
+            insert(&["ITEMS", "ITEMS", "NOCREATE"]).unwrap(),
+            (Some(default_shape()), 2)
+        );
+        assert_eq!(insert(&["NOCREATE", "ITEMS", "a"]).unwrap(), (None, 1));
+        let (shape, n) = insert(&["capacity", "10", "items", "a", "b"]).unwrap();
+        assert_eq!((shape.unwrap().buckets, n), (8, 2));
+        assert_eq!(
+            insert(&["nx", "ITEMS", "a"]),
+            Err(BfError::InsertUnknownArgument)
+        );
+        assert_eq!(
+            insert(&["cap", "10", "ITEMS", "a"]),
+            Err(BfError::InsertUnknownArgument)
+        );
+        assert_eq!(
+            insert(&["EXPANSION", "2", "ITEMS", "a"]),
+            Err(BfError::InsertUnknownArgument)
+        );
+        assert_eq!(
+            insert(&["CAPACITY", "abc", "ITEMS", "a"]),
+            Err(BfError::InsertBadCapacity)
+        );
+        assert_eq!(
+            insert(&["NOCREATE", "CAPACITY", "3", "ITEMS", "a"]),
+            Err(BfError::CfCapacityTooSmall)
+        );
+        assert_eq!(insert(&["CAPACITY", "100"]), Err(BfError::WrongArity));
+        assert_eq!(insert(&["NOCREATE", "ITEMS"]), Err(BfError::WrongArity));
+        assert_eq!(insert(&["NOCREATE", "NOCREATE"]), Err(BfError::WrongArity));
+        assert_eq!(
+            insert(&["NOCREATE", "NOCREATE", "ITEMS", "a"]),
+            Err(BfError::CfRepeatedOption("NOCREATE"))
+        );
+    }
+
+    #[test]
+    fn redisbloom_s_reading_is_kept_for_its_aof_and_primaries() {
+        let words = |w: &[&'static str]| w.iter().map(|x| x.as_bytes()).collect::<Vec<_>>();
+        let s = parse_reserve_redisbloom(&words(&[
+            "k",
+            "100",
+            "FOO",
+            "3",
+            "EXPANSION",
+            "2",
+            "expansion",
+            "8",
+        ]));
+        assert_eq!(
+            s.unwrap().params.expansion,
+            2,
+            "the first occurrence counts"
+        );
+        assert_eq!(
+            parse_reserve_redisbloom(&words(&["bucketsize", "100"])),
+            Err(BfError::CfCapacityTooSmall),
+            "a key named like an option is read as one, as RedisBloom reads it"
+        );
+        let args = words(&["cap", "10", "nx", "icecream", "a", "b"]);
+        let i = parse_insert_redisbloom(&args).unwrap();
+        assert_eq!((i.create, i.items.len()), (None, 2));
+        let args = words(&["CAPACITY", "10", "ITEMS", "a"]);
+        let i = parse_insert_redisbloom(&args).unwrap();
+        assert_eq!((i.create.unwrap().buckets, i.items.len()), (8, 1));
+        assert_eq!(
+            parse_insert_redisbloom(&words(&["EXPANSION", "2", "ITEMS", "a"])).unwrap_err(),
+            BfError::InsertUnknownArgument
+        );
+    }
+
+    #[test]
+    fn positions_are_non_negative_integers() {
+        assert_eq!(position(b"0", 0), Ok(0));
+        assert_eq!(position(b"0", 1), Err(BfError::CfInvalidPosition));
+        assert_eq!(position(b"-1", 0), Err(BfError::CfInvalidPosition));
+        assert_eq!(position(b"abc", 0), Err(BfError::CfInvalidPosition));
+    }
+}

@@ -1,0 +1,426 @@
+//! The CF.* command handlers: check the arguments, open the key, call the cuckoo core,
+//! reply as RedisBloom does (RESP2 and RESP3). Each is called with an argument count its
+//! table entry accepts (dispatch checked it).
+//!
+//! A refused command changes nothing: options are parsed before the key is opened, and every
+//! allocation (a new filter, a new sub-filter) is checked against the per-filter limit and
+//! `maxmemory` before it is made. A key of another type is `WRONGTYPE` for every command (as
+//! for the BF commands; RedisBloom answers 0 or "Not found" for some, see README).
+
+use layerbloom_filter::cuckoo::codec::{self, Header};
+use layerbloom_filter::cuckoo::{CuckooError, CuckooFilter, Limits as CfLimits};
+use layerbloom_filter::format::{CodecError, Strictness};
+use layerbloom_filter::FilterError;
+use redis_module::key::{RedisKey, RedisKeyWritable};
+use redis_module::{Context, ContextFlags, KeyType, RedisString};
+
+use crate::cf::args::{self, Shape, Syntax};
+use crate::cf::stats::{self, Figures};
+use crate::config;
+use crate::datatype_cf::CUCKOO_TYPE;
+use crate::dispatch::CommandResult;
+use crate::error::BfError;
+use crate::memory::{self, Limits};
+use crate::propagate::{self, CfChange};
+use crate::reply::Reply;
+
+fn read_filter(key: &RedisKey) -> Result<Option<&CuckooFilter>, BfError> {
+    key.get_value::<CuckooFilter>(&CUCKOO_TYPE)
+        .map_err(|_| BfError::WrongType)
+}
+
+fn write_filter(key: &RedisKeyWritable) -> Result<Option<&mut CuckooFilter>, BfError> {
+    key.get_value::<CuckooFilter>(&CUCKOO_TYPE)
+        .map_err(|_| BfError::WrongType)
+}
+
+fn store_filter(
+    key: &RedisKeyWritable,
+    filter: CuckooFilter,
+) -> Result<&mut CuckooFilter, BfError> {
+    key.set_value(&CUCKOO_TYPE, filter)
+        .map_err(|_| BfError::Internal)?;
+    let stored = write_filter(key)?.ok_or(BfError::Internal)?;
+    stats::entered(stored);
+    Ok(stored)
+}
+
+/// Counts a refusal in `INFO bf`.
+fn count_refusal(e: &CuckooError) {
+    match e {
+        CuckooError::Full => stats::refused_full(1),
+        CuckooError::MaxExpansions => stats::refused_max_expansions(),
+        _ => {}
+    }
+}
+
+/// The client-visible error of a core refusal, under `limits`.
+fn cf_error(limits: &Limits, e: CuckooError, creating: bool) -> BfError {
+    match e {
+        CuckooError::Full => BfError::CfFull,
+        CuckooError::MaxExpansions => BfError::CfMaxExpansions,
+        CuckooError::Params(_) => BfError::Internal,
+        CuckooError::Filter(FilterError::OverLimit { limit, .. }) if limits.is_memory(limit) => {
+            BfError::OverMaxmemory
+        }
+        CuckooError::Filter(FilterError::OverLimit { needed, limit }) if creating => {
+            BfError::CreateOverLimit { needed, limit }
+        }
+        CuckooError::Filter(FilterError::OverLimit { needed, limit }) => {
+            BfError::CfGrowOverLimit { needed, limit }
+        }
+        CuckooError::Filter(FilterError::TooManyLayers { limit }) => {
+            BfError::CfTooManySubFilters { limit }
+        }
+        CuckooError::Filter(_) if creating => BfError::CfInsufficientMemory,
+        CuckooError::Filter(_) => BfError::InsertProblem,
+    }
+}
+
+/// Creates a filter of `shape` within the creation limits.
+fn new_filter(ctx: &Context, shape: Shape) -> Result<CuckooFilter, BfError> {
+    let limits = Limits::for_creation(&ctx.get_flags(), config::max_filter_bytes(ctx));
+    CuckooFilter::new(shape.buckets, shape.params, limits.bytes())
+        .map_err(|e| cf_error(&limits, e, true))
+}
+
+/// The limits of an add to `filter`: growth may take it to the per-filter limit, or to what
+/// `maxmemory` leaves above its current size.
+fn add_limits(ctx: &Context, filter: &CuckooFilter) -> (Limits, CfLimits) {
+    let flags = ctx.get_flags();
+    let memory = if flags.contains(ContextFlags::MAXMEMORY) {
+        memory::headroom(&flags).map(|room| filter.memory_usage().saturating_add(room))
+    } else {
+        None
+    };
+    let limits = Limits {
+        filter: config::max_filter_bytes(ctx),
+        memory,
+    };
+    let core = CfLimits {
+        max_bytes: limits.bytes(),
+        ..CfLimits::default()
+    };
+    (limits, core)
+}
+
+/// The syntax a command is read with: RedisBloom's for commands replayed from the AOF or
+/// sent by a primary (they may be RedisBloom's), layerbloom's strict one for clients.
+fn syntax(ctx: &Context) -> Syntax {
+    if ctx
+        .get_flags()
+        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
+    {
+        Syntax::RedisBloom
+    } else {
+        Syntax::Strict
+    }
+}
+
+/// `CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS m] [EXPANSION e]`
+pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    let shape = match syntax(ctx) {
+        Syntax::Strict => {
+            let rest: Vec<&[u8]> = args[2..].iter().map(RedisString::as_slice).collect();
+            args::parse_reserve(&rest)?
+        }
+        Syntax::RedisBloom => {
+            let rest: Vec<&[u8]> = args[1..].iter().map(RedisString::as_slice).collect();
+            args::parse_reserve_redisbloom(&rest)?
+        }
+    };
+    let key = ctx.open_key_writable(&args[1]);
+    if key.key_type() != KeyType::Empty {
+        write_filter(&key)?;
+        return Err(BfError::ItemExists);
+    }
+    let filter = store_filter(&key, new_filter(ctx, shape)?)?;
+    let header = Header::of(filter).encode();
+    propagate::after_cf_write(ctx, &args[1], CfChange::Reserved(&header));
+    Reply::new(ctx).ok();
+    Ok(())
+}
+
+/// The filter under a key for an add, created with `create` when missing (`None`: a
+/// missing key is "ERR not found"); and the header of a filter it created.
+fn filter_for_add<'k>(
+    ctx: &Context,
+    key: &'k RedisKeyWritable,
+    create: Option<Shape>,
+) -> Result<(&'k mut CuckooFilter, Option<[u8; codec::HEADER_BYTES]>), BfError> {
+    if let Some(filter) = write_filter(key)? {
+        return Ok((filter, None));
+    }
+    let filter = new_filter(ctx, create.ok_or(BfError::NotFound)?)?;
+    let header = Header::of(&filter).encode();
+    Ok((store_filter(key, filter)?, Some(header)))
+}
+
+/// `CF.ADD key item`
+pub fn add(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    add_one(ctx, args, false)
+}
+
+/// `CF.ADDNX key item`
+pub fn addnx(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    add_one(ctx, args, true)
+}
+
+fn add_one(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult {
+    let key = ctx.open_key_writable(&args[1]);
+    let (filter, created) = filter_for_add(ctx, &key, Some(args::default_shape()))?;
+    let (limits, core) = add_limits(ctx, filter);
+    let before = Figures::of(filter);
+    let item = args[2].as_slice();
+    let result = if nx {
+        filter.add_nx(item, &core)
+    } else {
+        filter.add(item, &core).map(|()| true)
+    };
+    stats::changed(before, filter);
+    if let Err(e) = &result {
+        count_refusal(e);
+    }
+    let changed = [matches!(result, Ok(true))];
+    propagate::after_cf_write(
+        ctx,
+        &args[1],
+        CfChange::Added {
+            created: created.as_ref().map(|h| &h[..]),
+            items: &args[2..],
+            changed: &changed,
+            full: matches!(result, Err(CuckooError::Full)),
+        },
+    );
+    match result {
+        Ok(added) => Reply::new(ctx).boolean(added),
+        Err(e) => return Err(cf_error(&limits, e, false)),
+    }
+    Ok(())
+}
+
+/// `CF.INSERT key [CAPACITY c] [NOCREATE] ITEMS item...`
+pub fn insert(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    insert_items(ctx, args, false)
+}
+
+/// `CF.INSERTNX key [CAPACITY c] [NOCREATE] ITEMS item...`
+pub fn insertnx(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    insert_items(ctx, args, true)
+}
+
+/// One reply per item: added (1 / true), present (0, NX only), did not fit (-1; `false` in
+/// RESP3 for CF.INSERT, while CF.INSERTNX answers integers in both, as RedisBloom does). An
+/// error other than "did not fit" ends the array and the items after it are not processed.
+fn insert_items(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult {
+    let rest: Vec<&[u8]> = args[2..].iter().map(RedisString::as_slice).collect();
+    let parsed = match syntax(ctx) {
+        Syntax::Strict => args::parse_insert(&rest)?,
+        Syntax::RedisBloom => args::parse_insert_redisbloom(&rest)?,
+    };
+    let item_args = &args[args.len() - parsed.items.len()..];
+    let key = ctx.open_key_writable(&args[1]);
+    let (filter, created) = filter_for_add(ctx, &key, parsed.create)?;
+    let (limits, core) = add_limits(ctx, filter);
+    let before = Figures::of(filter);
+    let outcome = filter.insert_many(parsed.items, nx, &core);
+    stats::changed(before, filter);
+    let results = match &outcome {
+        Ok(results) => &results[..],
+        Err(_) => &[],
+    };
+    let changed: Vec<bool> = results.iter().map(|r| matches!(r, Ok(true))).collect();
+    match &outcome {
+        Ok(results) => stats::refused_full(
+            results
+                .iter()
+                .filter(|r| matches!(r, Err(CuckooError::Full)))
+                .count(),
+        ),
+        Err(e) => count_refusal(e),
+    }
+    propagate::after_cf_write(
+        ctx,
+        &args[1],
+        CfChange::Added {
+            created: created.as_ref().map(|h| &h[..]),
+            items: item_args,
+            changed: &changed,
+            full: results.iter().any(|r| matches!(r, Err(CuckooError::Full))),
+        },
+    );
+    let results = outcome.map_err(|e| cf_error(&limits, e, false))?;
+    let reply = Reply::new(ctx);
+    reply.array(results.len());
+    for result in results {
+        match result {
+            Ok(added) if nx => reply.int(i64::from(added)),
+            Ok(added) => reply.boolean(added),
+            Err(CuckooError::Full) if nx || !reply.is_resp3() => reply.int(-1),
+            Err(CuckooError::Full) => reply.boolean(false),
+            Err(e) => reply.error(&cf_error(&limits, e, false)),
+        }
+    }
+    Ok(())
+}
+
+/// `CF.EXISTS key item`
+pub fn exists(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    let key = ctx.open_key(&args[1]);
+    let found = read_filter(&key)?.is_some_and(|f| f.contains(args[2].as_slice()));
+    Reply::new(ctx).boolean(found);
+    Ok(())
+}
+
+/// `CF.MEXISTS key item...`
+pub fn mexists(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    let key = ctx.open_key(&args[1]);
+    let filter = read_filter(&key)?;
+    let items = &args[2..];
+    let reply = Reply::new(ctx);
+    reply.array(items.len());
+    match filter {
+        Some(f) => {
+            let items: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
+            for found in f.contains_many(&items) {
+                reply.boolean(found);
+            }
+        }
+        None => items.iter().for_each(|_| reply.boolean(false)),
+    }
+    Ok(())
+}
+
+/// `CF.COUNT key item`
+pub fn count(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    let key = ctx.open_key(&args[1]);
+    let n = read_filter(&key)?.map_or(0, |f| f.count(args[2].as_slice()));
+    Reply::new(ctx).int(i64::try_from(n).unwrap_or(i64::MAX));
+    Ok(())
+}
+
+/// `CF.DEL key item`: removes one slot holding the item's fingerprint. An item never added
+/// can share a fingerprint and a bucket with one that was: deleting it removes that item.
+pub fn del(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    let key = ctx.open_key_writable(&args[1]);
+    let filter = write_filter(&key)?.ok_or(BfError::CfNotFound)?;
+    let before = Figures::of(filter);
+    let deleted = filter.delete(args[2].as_slice());
+    stats::changed(before, filter);
+    if deleted {
+        propagate::after_cf_write(ctx, &args[1], CfChange::Deleted);
+    } else {
+        stats::delete_not_found();
+    }
+    Reply::new(ctx).boolean(deleted);
+    Ok(())
+}
+
+/// `CF.COMPACT key`
+pub fn compact(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    let key = ctx.open_key_writable(&args[1]);
+    let filter = write_filter(&key)?.ok_or(BfError::CfCompactNotFound)?;
+    let before = Figures::of(filter);
+    filter.compact();
+    stats::changed(before, filter);
+    propagate::after_cf_write(ctx, &args[1], CfChange::Compacted);
+    Reply::new(ctx).ok();
+    Ok(())
+}
+
+/// `CF.INFO key`: RedisBloom's eight fields in its order (a map in RESP3, a flat array in
+/// RESP2).
+pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    let key = ctx.open_key(&args[1]);
+    let info = read_filter(&key)?.ok_or(BfError::NotFound)?.info();
+    let fields = [
+        (c"Size", info.size),
+        (c"Number of buckets", info.buckets),
+        (c"Number of filters", info.filters),
+        (c"Number of items inserted", info.items),
+        (c"Number of items deleted", info.deletes),
+        (c"Bucket size", info.bucket_size),
+        (c"Expansion rate", info.expansion),
+        (c"Max iterations", info.max_iterations),
+    ];
+    let reply = Reply::new(ctx);
+    reply.map(fields.len());
+    for (name, value) in fields {
+        reply.simple(name);
+        reply.int(i64::try_from(value).unwrap_or(i64::MAX));
+    }
+    Ok(())
+}
+
+/// `CF.DEBUG key`: one line, RedisBloom's.
+pub fn debug(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    let key = ctx.open_key(&args[1]);
+    let line = read_filter(&key)?.ok_or(BfError::NotFound)?.debug_line();
+    Reply::new(ctx).bulk(line.as_bytes());
+    Ok(())
+}
+
+/// `CF.SCANDUMP key iterator`: `[next, chunk]`, `[0, nil]` when done.
+pub fn scandump(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    let key = ctx.open_key(&args[1]);
+    let filter = read_filter(&key)?.ok_or(BfError::NotFound)?;
+    let it = args::position(args[2].as_slice(), 0)?;
+    let reply = Reply::new(ctx);
+    reply.array(2);
+    match codec::dump_chunk(filter, it) {
+        Some((next, data)) => {
+            reply.int(i64::try_from(next).unwrap_or(i64::MAX));
+            reply.bulk(&data);
+        }
+        None => {
+            reply.int(0);
+            reply.null();
+        }
+    }
+    Ok(())
+}
+
+/// How strictly a `CF.LOADCHUNK` header is checked: a client's strictly, one replayed from
+/// the AOF or sent by a primary as the RDB loader does (it describes a filter already
+/// accepted).
+fn header_strictness(ctx: &Context) -> Strictness {
+    match syntax(ctx) {
+        Syntax::Strict => Strictness::LoadChunk,
+        Syntax::RedisBloom => Strictness::Rdb,
+    }
+}
+
+/// `CF.LOADCHUNK key iterator data`: iterator 1 is the header, which creates the filter on a
+/// missing key; later chunks fill its slots (never overwriting a fingerprint).
+pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    // RedisBloom: a non-number or 0 is an invalid position; a negative one is a chunk that
+    // cannot be loaded (or a missing key).
+    let it = crate::number::parse_i64(args[2].as_slice())
+        .filter(|&it| it != 0)
+        .ok_or(BfError::CfInvalidPosition)?;
+    let data = args[3].as_slice();
+    let key = ctx.open_key_writable(&args[1]);
+    let created = match write_filter(&key)? {
+        None if it == 1 => {
+            let header = Header::decode(data).map_err(|_| BfError::CfInvalidHeader)?;
+            let limits = Limits::for_creation(&ctx.get_flags(), config::max_filter_bytes(ctx));
+            let filter = codec::filter_from_header(&header, header_strictness(ctx), limits.bytes())
+                .map_err(|e| match e {
+                    CodecError::Filter(f) => cf_error(&limits, CuckooError::Filter(f), true),
+                    _ => BfError::CfCouldNotCreate,
+                })?;
+            store_filter(&key, filter)?;
+            true
+        }
+        None => return Err(BfError::NotFound),
+        Some(_) if it == 1 => return Err(BfError::ItemExists),
+        Some(filter) => {
+            let it = u64::try_from(it).map_err(|_| BfError::CfCouldNotLoadChunk)?;
+            codec::load_chunk(filter, it, data).map_err(|_| BfError::CfCouldNotLoadChunk)?;
+            false
+        }
+    };
+    propagate::after_cf_write(ctx, &args[1], CfChange::Loaded { created });
+    Reply::new(ctx).ok();
+    Ok(())
+}

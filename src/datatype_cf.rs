@@ -1,0 +1,217 @@
+//! The native data type `MBbloomCF` (RedisBloom's cuckoo filter type, so RDB files and DUMP
+//! payloads move both ways) and its callbacks. Encoding version 4 is RedisBloom's current
+//! one, written and read; 0..3 (RedisBloom 1.x / 2.0) are read. The callbacks share the
+//! Bloom type's panic guard, RDB field reader and RESTORE limits (`datatype.rs`).
+
+use std::ffi::{c_int, c_void};
+
+use layerbloom_filter::cuckoo::codec::{self, Header, RdbField};
+use layerbloom_filter::cuckoo::CuckooFilter;
+use redis_module::{native_types::RedisType, raw};
+
+use crate::datatype::{guarded, restore_limits, FREE_EFFORT_BYTES};
+use crate::raw_api::{Digest, Io};
+
+pub static CUCKOO_TYPE: RedisType = RedisType::new(
+    "MBbloomCF",
+    codec::ENCVER,
+    raw::RedisModuleTypeMethods {
+        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
+        rdb_load: Some(rdb_load),
+        rdb_save: Some(rdb_save),
+        aof_rewrite: Some(aof_rewrite),
+        mem_usage: Some(mem_usage),
+        digest: Some(digest),
+        free: Some(free),
+        aux_load: None,
+        aux_save: None,
+        aux_save_triggers: 0,
+        free_effort: Some(free_effort),
+        unlink: None,
+        copy: Some(copy),
+        defrag: None,
+        mem_usage2: None,
+        free_effort2: None,
+        unlink2: None,
+        copy2: None,
+        aux_save2: None,
+    },
+);
+
+/// # Safety
+/// `value` must be a live `Box<CuckooFilter>` this module stored or returned.
+unsafe fn filter<'a>(value: *mut c_void) -> &'a CuckooFilter {
+    unsafe { &*value.cast::<CuckooFilter>() }
+}
+
+/// A loaded or copied filter as the value Redis stores, counted in `INFO bf`.
+fn into_value(filter: CuckooFilter) -> *mut c_void {
+    let value = Box::new(filter);
+    crate::cf::stats::entered(&value);
+    Box::into_raw(value).cast()
+}
+
+extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
+    // SAFETY: the handle Redis passed to this callback, used only during it.
+    let mut io = unsafe { Io::of_callback(rdb) };
+    guarded("cuckoo rdb_load", std::ptr::null_mut(), || {
+        // A client's RESTORE is charged against the limits as it is read, before each
+        // sub-filter's slots are allocated; loads from disk, the AOF or a primary are not.
+        let budget = restore_limits(&io).map(|l| l.bytes());
+        match codec::decode_rdb(&mut io, encver, budget) {
+            Ok(filter) => into_value(filter),
+            Err(why) => {
+                crate::log::warning(
+                    None,
+                    &format!(
+                        "layerbloom: cannot load a cuckoo filter (encoding version {encver}): \
+                         {why}"
+                    ),
+                );
+                std::ptr::null_mut()
+            }
+        }
+    })
+}
+
+extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
+    // SAFETY: the handle Redis passed to this callback, used only during it.
+    let mut io = unsafe { Io::of_callback(rdb) };
+    guarded("cuckoo rdb_save", (), || {
+        // SAFETY: Redis passes a value of this type.
+        for field in codec::rdb_fields(unsafe { filter(value) }) {
+            match field {
+                RdbField::Unsigned(v) => io.save_unsigned(v),
+                RdbField::Buffer(bytes) => io.save_string_buffer(bytes),
+            }
+        }
+    })
+}
+
+/// The `CF.LOADCHUNK` data chunks that rebuild `filter`'s slots after its header: every
+/// piece of at most `MAX_CHUNK_BYTES` that holds a fingerprint, with its iterator (the
+/// position just after it). Unlike `CF.SCANDUMP`, a filter with no items still has its
+/// chunks: an AOF rewrite keeps every filter as it is.
+fn slot_chunks(filter: &CuckooFilter) -> impl Iterator<Item = (u64, &[u8])> {
+    let mut start = 0u64;
+    filter.sub_filters().iter().flat_map(move |sub| {
+        let base = start;
+        let bytes = sub.as_bytes();
+        start += bytes.len() as u64;
+        bytes
+            .chunks(codec::MAX_CHUNK_BYTES as usize)
+            .scan(base, |at, piece| {
+                *at += piece.len() as u64;
+                Some((1 + *at, piece))
+            })
+            .filter(|(_, piece)| piece.iter().any(|&b| b != 0))
+    })
+}
+
+extern "C" fn aof_rewrite(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    value: *mut c_void,
+) {
+    // SAFETY: the handle Redis passed to this callback, used only during it.
+    let mut io = unsafe { Io::of_callback(aof) };
+    guarded("cuckoo aof_rewrite", (), || {
+        // SAFETY: Redis passes a value of this type.
+        let filter = unsafe { filter(value) };
+        let mut emit = |it: u64, bytes: &[u8]| {
+            // SAFETY: `key` is the key Redis passed to this callback.
+            unsafe { io.emit_aof_key_int_buffer(c"CF.LOADCHUNK", key, it as i64, bytes) }
+        };
+        emit(1, &Header::of(filter).encode());
+        for (it, piece) in slot_chunks(filter) {
+            emit(it, piece);
+        }
+    })
+}
+
+extern "C" fn mem_usage(value: *const c_void) -> usize {
+    guarded("cuckoo mem_usage", 0, || {
+        // SAFETY: Redis passes a value of this type.
+        unsafe { filter(value.cast_mut()) }.memory_usage() as usize
+    })
+}
+
+extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
+    // SAFETY: the digest Redis passed to this callback, used only during it.
+    let mut digest = unsafe { Digest::of_callback(md) };
+    guarded("cuckoo digest", (), || {
+        // SAFETY: Redis passes a value of this type.
+        let filter = unsafe { filter(value) };
+        digest.add_string_buffer(&Header::of(filter).encode());
+        for sub in filter.sub_filters() {
+            digest.add_string_buffer(sub.as_bytes());
+        }
+        digest.end_sequence();
+    })
+}
+
+extern "C" fn free(value: *mut c_void) {
+    if value.is_null() {
+        return;
+    }
+    guarded("cuckoo free", (), || {
+        // SAFETY: a `Box<CuckooFilter>` this module created; Redis frees it exactly once.
+        let filter = unsafe { Box::from_raw(value.cast::<CuckooFilter>()) };
+        crate::cf::stats::freed(&filter);
+        drop(filter);
+    })
+}
+
+extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
+    guarded("cuckoo free_effort", 0, || {
+        // SAFETY: Redis passes a value of this type.
+        let filter = unsafe { filter(value.cast_mut()) };
+        (filter.sub_filters().len() as u64 + filter.memory_usage() / FREE_EFFORT_BYTES) as usize
+    })
+}
+
+extern "C" fn copy(
+    _from: *mut raw::RedisModuleString,
+    _to: *mut raw::RedisModuleString,
+    value: *const c_void,
+) -> *mut c_void {
+    guarded("cuckoo copy", std::ptr::null_mut(), || {
+        // SAFETY: Redis passes a value of this type.
+        match unsafe { filter(value.cast_mut()) }.try_clone() {
+            Ok(copy) => into_value(copy),
+            Err(e) => {
+                crate::log::warning(None, &format!("layerbloom: COPY failed: {e}"));
+                std::ptr::null_mut()
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use layerbloom_filter::cuckoo::{Limits, Params};
+
+    #[test]
+    fn aof_chunks_skip_empty_pieces_and_end_after_their_bytes() {
+        let mut f = CuckooFilter::new(64, Params::default(), u64::MAX).unwrap();
+        assert_eq!(slot_chunks(&f).count(), 0);
+        f.add(b"x", &Limits::default()).unwrap();
+        let chunks: Vec<_> = slot_chunks(&f).collect();
+        assert_eq!(chunks.len(), 1);
+        assert_eq!(chunks[0].0, 1 + 128);
+        assert_eq!(chunks[0].1, f.sub_filters()[0].as_bytes());
+        // Rebuilt from the header and the chunks, the copy is the same filter.
+        let header = Header::of(&f);
+        let mut copy = codec::filter_from_header(
+            &header,
+            layerbloom_filter::format::Strictness::Rdb,
+            u64::MAX,
+        )
+        .unwrap();
+        for (it, piece) in chunks {
+            codec::load_chunk(&mut copy, it, piece).unwrap();
+        }
+        assert_eq!(copy, f);
+    }
+}
