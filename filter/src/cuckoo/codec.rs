@@ -343,7 +343,7 @@ pub fn decode_rdb<S: RdbSource>(
     let params = check_shape(sub_filters, buckets, bucket_size, max_iterations, expansion)?;
     let lengths = sub_lengths(sub_filters, buckets, params)?;
     let over_budget =
-        CodecError::BadData("over the memory limit (cf-max-filter-memory or maxmemory)");
+        CodecError::BadData("over the memory limit (bf-max-filter-memory or maxmemory)");
     let mut left = budget;
     let mut charge = |bytes: u64| -> Result<(), CodecError> {
         if let Some(left) = &mut left {
