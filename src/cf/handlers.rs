@@ -79,7 +79,8 @@ fn cf_error(limits: &Limits, e: CuckooError, creating: bool) -> BfError {
 
 /// Creates a filter of `shape` within the creation limits.
 fn new_filter(ctx: &Context, shape: Shape) -> Result<CuckooFilter, BfError> {
-    let limits = Limits::for_creation(&ctx.get_flags(), config::max_filter_bytes(ctx));
+    let flags = ctx.get_flags();
+    let limits = Limits::for_creation(&flags, config::max_filter_bytes(&flags));
     CuckooFilter::new(shape.buckets, shape.params, limits.bytes())
         .map_err(|e| cf_error(&limits, e, true))
 }
@@ -94,7 +95,7 @@ fn add_limits(ctx: &Context, filter: &CuckooFilter) -> (Limits, CfLimits) {
         None
     };
     let limits = Limits {
-        filter: config::max_filter_bytes(ctx),
+        filter: config::max_filter_bytes(&flags),
         memory,
     };
     let core = CfLimits {
@@ -403,7 +404,8 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let created = match write_filter(&key)? {
         None if it == 1 => {
             let header = Header::decode(data).map_err(|_| BfError::CfInvalidHeader)?;
-            let limits = Limits::for_creation(&ctx.get_flags(), config::max_filter_bytes(ctx));
+            let flags = ctx.get_flags();
+            let limits = Limits::for_creation(&flags, config::max_filter_bytes(&flags));
             let filter = codec::filter_from_header(&header, header_strictness(ctx), limits.bytes())
                 .map_err(|e| match e {
                     CodecError::Filter(f) => cf_error(&limits, CuckooError::Filter(f), true),
