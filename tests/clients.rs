@@ -1,11 +1,14 @@
 //! The clients applications use, unchanged, against layerbloom:
 //!
-//! - redis-py's `r.bf()` (tests/clients/redis_py_bf.py), in a virtualenv this test creates
+//! - redis-py's `r.bf()` (tests/clients/redis_py_bf.py) and `r.cf()`
+//!   (tests/clients/redis_py_cf.py), in a virtualenv this test creates
 //!   under `target/clients-venv` with the pinned tests/clients/requirements.txt (PyPI);
-//! - node-redis's `client.bf.*` (@redis/bloom; tests/clients/node_redis_bf.mjs), installed with
+//! - node-redis's `client.bf.*` and `client.cf.*` (@redis/bloom; tests/clients/node_redis_bf.mjs
+//!   and node_redis_cf.mjs), installed with
 //!   `npm ci` under `target/clients-node` from the pinned tests/clients/node/package-lock.json;
 //! - the Rust `redis` crate's Bloom commands (its `bloom` feature: `bf_*` methods, `BF.INFO`
-//!   parsed into `BloomFilterInfoTypeResponse`s, `BloomFilterDumpIterator`);
+//!   parsed into `BloomFilterInfoTypeResponse`s, `BloomFilterDumpIterator`); it has no cuckoo
+//!   commands, only `ValueType::CuckooFilter` for TYPE's `MBbloomCF`;
 //! - go-redis's BF.INFO contract (it cannot be fetched here): its `BFInfo` reader, mirrored
 //!   from its documented behaviour, must read layerbloom's replies.
 //!
@@ -22,7 +25,7 @@ use redis::bloom::{
     BloomFilterDumpIterator, BloomFilterInfoType, BloomFilterInsertOptions,
     BloomFilterScalingOptions,
 };
-use redis::{Commands, Value};
+use redis::{Commands, Value, ValueType};
 
 /// `BF.INFO key` as the crate parses it: field name -> number.
 type Info = std::collections::HashMap<String, BloomFilterInfoTypeResponse>;
@@ -83,8 +86,9 @@ fn client_venv() -> PathBuf {
     venv
 }
 
-#[test]
-fn redis_py_drives_every_bf_command() {
+/// Runs one of the redis-py scripts against a fresh server; `min_checks` guards against a
+/// script that silently stopped checking.
+fn run_redis_py(script: &str, prefix: &str, min_checks: usize) {
     if !python3_exists() {
         eprintln!(
             "skipped: python3 is not installed, so redis-py (the Python client) cannot be \
@@ -94,10 +98,9 @@ fn redis_py_drives_every_bf_command() {
     }
     let venv = client_venv();
     let s = Server::start();
-    let prefix = "clients:redis-py";
     let _keys = s.keys(prefix);
     let out = Command::new(venv.join("bin/python"))
-        .arg(repo().join("tests/clients/redis_py_bf.py"))
+        .arg(repo().join("tests/clients").join(script))
         .arg(s.url())
         .arg(prefix)
         .output()
@@ -106,7 +109,7 @@ fn redis_py_drives_every_bf_command() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "redis-py script failed:\n{stdout}\n{stderr}"
+        "redis-py script {script} failed:\n{stdout}\n{stderr}"
     );
     let last = stdout.lines().last().unwrap_or_default();
     assert!(
@@ -119,7 +122,19 @@ fn redis_py_drives_every_bf_command() {
         .nth(3)
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no count in {last:?}"));
-    assert!(passed >= 60, "only {passed} checks ran:\n{stdout}");
+    assert!(passed >= min_checks, "only {passed} checks ran:\n{stdout}");
+}
+
+#[test]
+fn redis_py_drives_every_bf_command() {
+    run_redis_py("redis_py_bf.py", "clients:redis-py", 60);
+}
+
+/// redis-py's `r.cf()` over RESP2 and RESP3: every command it has, the cuckoo filters its own
+/// Bloom suite creates beside Bloom filters, CFInfo, and a SCANDUMP/LOADCHUNK copy.
+#[test]
+fn redis_py_drives_every_cf_command() {
+    run_redis_py("redis_py_cf.py", "clients:redis-py-cf", 140);
 }
 
 #[test]
@@ -328,8 +343,9 @@ fn node_client() -> PathBuf {
     dir
 }
 
-#[test]
-fn node_redis_drives_every_bf_command() {
+/// Runs one of the node-redis scripts against a fresh server; `min_checks` guards against a
+/// script that silently stopped checking.
+fn run_node_redis(script: &str, prefix: &str, min_checks: usize) {
     if !node_exists() {
         eprintln!(
             "skipped: node or npm is not installed, so node-redis (the Node.js client) cannot \
@@ -339,10 +355,9 @@ fn node_redis_drives_every_bf_command() {
     }
     let dir = node_client();
     let s = Server::start();
-    let prefix = "clients:node-redis";
     let _keys = s.keys(prefix);
     let out = Command::new("node")
-        .arg(repo().join("tests/clients/node_redis_bf.mjs"))
+        .arg(repo().join("tests/clients").join(script))
         .arg(s.url())
         .arg(prefix)
         .env("LAYERBLOOM_NODE_MODULES", dir.join("node_modules"))
@@ -352,7 +367,7 @@ fn node_redis_drives_every_bf_command() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "node-redis script failed:\n{stdout}\n{stderr}"
+        "node-redis script {script} failed:\n{stdout}\n{stderr}"
     );
     let last = stdout.lines().last().unwrap_or_default();
     assert!(
@@ -364,7 +379,42 @@ fn node_redis_drives_every_bf_command() {
         .nth(1)
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no count in {last:?}"));
-    assert!(passed >= 100, "only {passed} checks ran:\n{stdout}");
+    assert!(passed >= min_checks, "only {passed} checks ran:\n{stdout}");
+}
+
+#[test]
+fn node_redis_drives_every_bf_command() {
+    run_node_redis("node_redis_bf.mjs", "clients:node-redis", 100);
+}
+
+/// node-redis's `client.cf.*` over RESP2 and RESP3: each command with each option, CF.INFO's
+/// eight fields as @redis/bloom reads them, and a SCANDUMP/LOADCHUNK copy in Buffers.
+#[test]
+fn node_redis_drives_every_cf_command() {
+    run_node_redis("node_redis_cf.mjs", "clients:node-redis-cf", 110);
+}
+
+/// The Rust crate has no cuckoo commands; what it knows of them is TYPE's `MBbloomCF`, which it
+/// reads as `ValueType::CuckooFilter` (over RESP2 and RESP3), and the Bloom type beside it as
+/// RedisBloom's (`MBbloom--`).
+#[test]
+fn the_rust_redis_crate_reads_the_cuckoo_type() {
+    let s = Server::start();
+    let ks = s.keys("clients:rust-cf");
+    let (cuckoo, bloom) = (ks.k("cuckoo"), ks.k("bloom"));
+    let mut con = s.conn();
+    con.ok(&cmd!("CF.RESERVE", &cuckoo, 100));
+    let () = con.bf_reserve(&bloom, 0.01, 100).unwrap();
+    for mut con in [s.conn(), s.conn_resp3()] {
+        assert_eq!(
+            con.key_type::<_, ValueType>(&cuckoo).unwrap(),
+            ValueType::CuckooFilter
+        );
+        assert_eq!(
+            con.key_type::<_, ValueType>(&bloom).unwrap(),
+            ValueType::BloomFilterRedis
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
