@@ -2,7 +2,7 @@
 MODULE := target/release/liblayerbloom.so
 CARGO  ?= cargo
 
-.PHONY: all build run test unit-test integration-test servers lint fmt clean bench bench-core bench-criterion bench-instructions bench-hostile bench-peer
+.PHONY: all build run test unit-test integration-test servers lint fmt clean bench bench-core bench-criterion bench-instructions bench-hostile bench-peer bench-peer-cf
 
 all: build
 
@@ -64,6 +64,13 @@ PEER_ARGS  ?= --items 100000000 --error 0.001 --commands 5000 --rounds 5
 ## server time (INFO commandstats), five interleaved rounds. A measurement, never pass/fail.
 bench-peer: build servers
 	$(CARGO) run --release --example loadgen -- --peer $(REDISBLOOM) $(PEER_ARGS)
+
+## bench-peer-cf: the same for cuckoo filters (CF.MEXISTS / CF.INSERT of 100 items, single
+## CF.ADD / CF.EXISTS / CF.DEL, MEMORY USAGE per item). 10^7 items by default; the targets are
+## stated at PEER_CF_ARGS='--structure cf --items 100000000 ...' (128 MiB of slots per server).
+PEER_CF_ARGS ?= --structure cf --items 10000000 --commands 2000 --rounds 3
+bench-peer-cf: build servers
+	$(CARGO) run --release --example loadgen -- --peer $(REDISBLOOM) $(PEER_CF_ARGS)
 
 bench-core:
 	$(CARGO) bench -p layerbloom-filter --bench ratios

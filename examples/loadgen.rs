@@ -18,6 +18,13 @@
 //! loaded from layerbloom's classic layout, its own format), and the same command streams;
 //! the rate is the server's time from `INFO commandstats` (microseconds per call), not the
 //! client's, in interleaved rounds (`--rounds`, medians).
+//!
+//! `--structure cf` (with `--peer`) does the same for cuckoo filters: one filter of `--items`
+//! items at RedisBloom's default layout (bucket size 2), built in-process and shipped to both
+//! servers with CF.LOADCHUNK (the same bytes: RedisBloom's format); CF.MEXISTS and CF.INSERT of
+//! 100 items per call, single CF.ADD, CF.EXISTS and CF.DEL; and MEMORY USAGE per item of each.
+//! `make bench-peer-cf` runs it at 10^7 items; `--items 100000000` is the size the targets
+//! are stated for (128 MiB of slots per server at bucket size 2).
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -34,6 +41,8 @@ struct Options {
     rdb_only: bool,
     /// `--peer path`: RedisBloom's module, compared side by side in server time.
     peer: Option<std::path::PathBuf>,
+    /// `--structure cf`: cuckoo filters against the peer instead of Bloom filters.
+    cuckoo: bool,
 }
 
 fn options() -> Options {
@@ -45,6 +54,7 @@ fn options() -> Options {
         commands: 20_000,
         rdb_only: false,
         peer: None,
+        cuckoo: false,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -58,6 +68,13 @@ fn options() -> Options {
             "--commands" => o.commands = value.parse().expect("--commands N"),
             "--rdb-only" => o.rdb_only = value == "yes",
             "--peer" => o.peer = Some(value.into()),
+            "--structure" => {
+                o.cuckoo = match value.as_str() {
+                    "bf" => false,
+                    "cf" => true,
+                    other => panic!("--structure bf|cf, not {other}"),
+                }
+            }
             other => panic!("unknown argument {other}"),
         }
         i += 2;
@@ -209,9 +226,14 @@ fn median(mut xs: Vec<f64>) -> f64 {
 fn main() {
     let o = options();
     if let Some(peer) = &o.peer {
-        versus_peer(peer, &o);
+        if o.cuckoo {
+            cuckoo_versus_peer(peer, &o);
+        } else {
+            versus_peer(peer, &o);
+        }
         return;
     }
+    assert!(!o.cuckoo, "--structure cf needs --peer");
     let server = if o.url.is_none() {
         Some(Server::start(&[]))
     } else {
@@ -842,6 +864,235 @@ fn versus_peer(peer: &std::path::Path, o: &Options) {
             }
         }
     }
+    println!("| workload | RedisBloom 2.8 items/s | layerbloom items/s | ratio |");
+    println!("|---|---|---|---|");
+    for (w, (ours_r, theirs_r)) in workloads.iter().zip(rates) {
+        let per = w.per_call as f64;
+        let (a, b) = (median(theirs_r) * per, median(ours_r) * per);
+        println!("| {} | {a:.0} | {b:.0} | {:.2}x |", w.name, b / a);
+    }
+}
+
+/// Builds a cuckoo filter of `capacity` at RedisBloom's defaults in-process, adds `items`
+/// items (`item(1, i)`) and ships it to `con` under `key` with CF.LOADCHUNK.
+fn load_cuckoo(cons: &mut [&mut redis::Connection], key: &str, capacity: u64, items: u64) {
+    use layerbloom_filter::cuckoo::{codec as cf_codec, params, CuckooFilter, Limits, Params};
+    let p = Params::default();
+    let buckets = params::buckets_for(capacity as i64, p.bucket_size).unwrap();
+    let mut f = CuckooFilter::new(buckets, p, u64::MAX).unwrap();
+    let limits = Limits::default();
+    let mut i = 0;
+    while i < items {
+        let take = (items - i).min(1000);
+        let batch: Vec<Vec<u8>> = (i..i + take).map(|j| item(1, j)).collect();
+        let refs: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+        for r in f.insert_many(&refs, false, &limits).unwrap() {
+            r.unwrap();
+        }
+        i += take;
+    }
+    for con in cons.iter_mut() {
+        let _: () = redis::cmd("DEL").arg(key).query(*con).unwrap();
+    }
+    let mut it = 0;
+    while let Some((next, data)) = cf_codec::dump_chunk(&f, it) {
+        for con in cons.iter_mut() {
+            let _: () = redis::cmd("CF.LOADCHUNK")
+                .arg(key)
+                .arg(next)
+                .arg(data.as_ref())
+                .query(*con)
+                .unwrap();
+        }
+        it = next;
+    }
+}
+
+/// layerbloom against RedisBloom for cuckoo filters: the same filter of `--items` items in
+/// both servers (RedisBloom's layout), 100 items per batch call; server time, interleaved
+/// rounds; then MEMORY USAGE per item.
+fn cuckoo_versus_peer(peer: &std::path::Path, o: &Options) {
+    let ours = Server::start(&[]);
+    let theirs = Server::start_with(peer, &[]);
+    let connect = |s: &Server| {
+        redis::Client::open(s.url())
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    };
+    let (mut ours_con, mut theirs_con) = (connect(&ours), connect(&theirs));
+    let singles = o.commands * SINGLE_STREAM_FACTOR;
+    // The filter is reserved for the items it is loaded with, as a user reserves one; it grows
+    // a sub-filter where RedisBloom's kicks give up, identically in both servers (the same
+    // buckets), which the header reports.
+    assert!(
+        (o.rounds * singles) as u64 <= o.items,
+        "CF.DEL deletes loaded items: --items must be at least rounds x commands x {SINGLE_STREAM_FACTOR}"
+    );
+    let capacity = o.items;
+    let t = Instant::now();
+    load_cuckoo(
+        &mut [&mut ours_con, &mut theirs_con],
+        "f",
+        capacity,
+        o.items,
+    );
+    let info = |con: &mut redis::Connection| -> Vec<redis::Value> {
+        redis::cmd("CF.INFO").arg("f").query(con).unwrap()
+    };
+    let figure = |info: &[redis::Value], at: usize| -> i64 {
+        redis::from_redis_value(info[at].clone()).unwrap()
+    };
+    let loaded = info(&mut ours_con);
+    let (buckets, filters) = (figure(&loaded, 3), figure(&loaded, 5));
+    assert_eq!(
+        info(&mut ours_con),
+        info(&mut theirs_con),
+        "the same filter in both"
+    );
+    let memory = |con: &mut redis::Connection| -> i64 {
+        redis::cmd("MEMORY")
+            .arg("USAGE")
+            .arg("f")
+            .query(con)
+            .unwrap()
+    };
+    let (ours_mem, theirs_mem) = (memory(&mut ours_con), memory(&mut theirs_con));
+    println!(
+        "## Cuckoo filters against RedisBloom: {} items per filter (CF.RESERVE capacity {capacity}: {buckets} buckets of 2, {filters} sub-filter(s) once loaded), built and loaded in {:.0} s\n",
+        o.items,
+        t.elapsed().as_secs_f64()
+    );
+    println!(
+        "MEMORY USAGE: layerbloom {ours_mem} bytes ({:.3} bytes per item), RedisBloom {theirs_mem} bytes ({:.3} bytes per item); {} commands per batch stream, {singles} per single-item stream, {} interleaved rounds, medians of server time (INFO commandstats)\n",
+        ours_mem as f64 / o.items as f64,
+        theirs_mem as f64 / o.items as f64,
+        o.commands,
+        o.rounds
+    );
+    let address = |s: &Server| format!("127.0.0.1:{}", s.port);
+    let (ours_at, theirs_at) = (address(&ours), address(&theirs));
+    let mut rng = 0x2545_f491_u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    struct Workload {
+        name: &'static str,
+        command: &'static str,
+        per_call: usize,
+        calls: usize,
+        streams: Vec<Vec<u8>>,
+    }
+    let mut workloads = Vec::new();
+    let mut add =
+        |name, command: &'static str, per_call, calls, gen: &mut dyn FnMut() -> Vec<u8>| {
+            let streams = (0..o.rounds)
+                .map(|_| {
+                    let mut out = Vec::new();
+                    for _ in 0..calls {
+                        let mut args = vec![command.as_bytes().to_vec(), b"f".to_vec()];
+                        if command == "CF.INSERT" {
+                            args.push(b"ITEMS".to_vec());
+                        }
+                        args.extend((0..per_call).map(|_| gen()));
+                        encode(&mut out, &args);
+                    }
+                    out
+                })
+                .collect();
+            workloads.push(Workload {
+                name,
+                command,
+                per_call,
+                calls,
+                streams,
+            });
+        };
+    let items = o.items;
+    let mut fresh = 0u64;
+    // Deleted items are loaded ones taken in order from the top, never twice, so that every
+    // CF.DEL finds its item; lookups of "present" items meet a deleted one rarely (rounds x
+    // singles of --items), alike in both servers.
+    let mut doomed = items;
+    add(
+        "CF.MEXISTS, 100 items, ~63% present",
+        "CF.MEXISTS",
+        100,
+        o.commands,
+        &mut || {
+            let r = next();
+            if r % 100 < 63 {
+                item(1, (r >> 8) % items)
+            } else {
+                item(9, r >> 8)
+            }
+        },
+    );
+    add(
+        "CF.MEXISTS, 100 absent items",
+        "CF.MEXISTS",
+        100,
+        o.commands,
+        &mut || item(8, next()),
+    );
+    add(
+        "CF.INSERT, 100 new items",
+        "CF.INSERT",
+        100,
+        o.commands,
+        &mut || {
+            fresh += 1;
+            item(2, fresh)
+        },
+    );
+    add(
+        "CF.EXISTS, present item",
+        "CF.EXISTS",
+        1,
+        singles,
+        &mut || item(1, next() % items),
+    );
+    add("CF.ADD, new item", "CF.ADD", 1, singles, &mut || {
+        fresh += 1;
+        item(2, fresh)
+    });
+    add("CF.DEL, present item", "CF.DEL", 1, singles, &mut || {
+        doomed -= 1;
+        item(1, doomed)
+    });
+    let mut rates: Vec<(Vec<f64>, Vec<f64>)> =
+        workloads.iter().map(|_| (Vec::new(), Vec::new())).collect();
+    for round in 0..o.rounds {
+        for (w, (ours_r, theirs_r)) in workloads.iter().zip(&mut rates) {
+            let lines = w.calls * if w.per_call > 1 { w.per_call + 1 } else { 1 };
+            let name = w.command.to_lowercase();
+            let stream = &w.streams[round];
+            let run = |con: &mut redis::Connection, at: &str, into: &mut Vec<f64>| {
+                into.push(server_rate(con, at, stream, lines, &name))
+            };
+            if round % 2 == 0 {
+                run(&mut ours_con, &ours_at, ours_r);
+                run(&mut theirs_con, &theirs_at, theirs_r);
+            } else {
+                run(&mut theirs_con, &theirs_at, theirs_r);
+                run(&mut ours_con, &ours_at, ours_r);
+            }
+        }
+    }
+    let (end_ours, end_theirs) = (info(&mut ours_con), info(&mut theirs_con));
+    assert_eq!(
+        (figure(&end_ours, 5), figure(&end_ours, 7)),
+        (figure(&end_theirs, 5), figure(&end_theirs, 7)),
+        "both filters grew alike and saw the same adds"
+    );
+    println!(
+        "After the run: {} sub-filter(s), {} items in each.\n",
+        figure(&end_ours, 5),
+        figure(&end_ours, 7)
+    );
     println!("| workload | RedisBloom 2.8 items/s | layerbloom items/s | ratio |");
     println!("|---|---|---|---|");
     for (w, (ours_r, theirs_r)) in workloads.iter().zip(rates) {
