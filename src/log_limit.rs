@@ -1,5 +1,5 @@
-//! Server-wide budgets for the warnings a client can cause in the log: capacity warnings, and
-//! error rates lowered to the maximum. Every crossing of the warning threshold is a keyspace
+//! Server-wide budgets for the warnings a client can cause in the log: capacity warnings (Bloom
+//! and cuckoo, each its own budget), and error rates lowered to the maximum. Every crossing of the warning threshold is a keyspace
 //! event and is counted in `INFO bf`, but a client that fills many tiny filters (or one filter
 //! with EXPANSION 1) crosses once per add, and one that creates filters at an error rate of
 //! 0.5 warns once per creation: a line each would let it fill the disk. At most
@@ -71,6 +71,10 @@ static CAPACITY: Budget = Budget::new(
     "capacity warnings (INFO bf capacity_warnings_suppressed counts them all, the \
      bf.capacity keyspace events report each)",
 );
+static CF_CAPACITY: Budget = Budget::new(
+    "cuckoo capacity warnings (INFO bf cf_capacity_warnings_suppressed counts them all, the \
+     cf.capacity keyspace events report each)",
+);
 static ERROR_RATE: Budget = Budget::new("warnings of error rates above a quarter");
 
 fn second_now() -> u64 {
@@ -83,6 +87,11 @@ pub fn capacity_warning(ctx: &Context, message: &str) {
     CAPACITY.warning(ctx, message);
 }
 
+/// Writes a cuckoo filter's capacity warning within its own budget.
+pub fn cf_capacity_warning(ctx: &Context, message: &str) {
+    CF_CAPACITY.warning(ctx, message);
+}
+
 /// Writes a warning that an error rate was lowered to the maximum, within its own budget.
 pub fn error_rate_warning(ctx: &Context, message: &str) {
     ERROR_RATE.warning(ctx, message);
@@ -91,4 +100,9 @@ pub fn error_rate_warning(ctx: &Context, message: &str) {
 /// Capacity warnings left out of the log since the server started.
 pub fn suppressed() -> u64 {
     CAPACITY.suppressed.load(Ordering::Relaxed)
+}
+
+/// Cuckoo capacity warnings left out of the log since the server started.
+pub fn cf_suppressed() -> u64 {
+    CF_CAPACITY.suppressed.load(Ordering::Relaxed)
 }

@@ -32,6 +32,8 @@
 use std::ffi::{c_int, CStr};
 
 use layerbloom_filter::bloom::health::{self, LoadMark};
+use layerbloom_filter::cuckoo::health::{self as cuckoo_health, LoadMark as CfLoadMark};
+use layerbloom_filter::cuckoo::CuckooFilter;
 use layerbloom_filter::{FilterError, ScalableFilter};
 use redis_module::{raw, Context, ContextFlags, RedisString};
 
@@ -184,12 +186,15 @@ pub enum CfChange<'a> {
     Reserved(&'a [u8]),
     /// Items were offered: `changed[i]` tells whether `items[i]` was added; items past
     /// `changed` were not processed. `created`: the header of a filter the command created.
-    /// `full`: some item did not fit a non-scaling filter.
+    /// `full`: some item did not fit a non-scaling filter. `before`: the filter's load
+    /// before the command, for the capacity warning.
     Added {
         created: Option<&'a [u8]>,
         items: &'a [RedisString],
         changed: &'a [bool],
         full: bool,
+        filter: &'a CuckooFilter,
+        before: CfLoadMark,
     },
     /// A CF.DEL that removed a fingerprint.
     Deleted,
@@ -201,7 +206,8 @@ pub enum CfChange<'a> {
 
 /// Replicates and notifies a CF write. Events (class `g`): `cf.reserve` (a filter was
 /// created), `cf.add`, `cf.del`, `cf.compact`, `cf.loadchunk`, `cf.full` (an item did not
-/// fit a non-scaling filter).
+/// fit a non-scaling filter), `cf.capacity` (an add took the newest sub-filter's load to
+/// `bf-capacity-warning` percent: once per crossing, see `cf_capacity_warnings`).
 pub fn after_cf_write(ctx: &Context, key: &RedisString, change: CfChange) {
     match change {
         CfChange::Reserved(header) => {
@@ -213,6 +219,8 @@ pub fn after_cf_write(ctx: &Context, key: &RedisString, change: CfChange) {
             items,
             changed,
             full,
+            filter,
+            before,
         } => {
             if let Some(header) = created {
                 replicate_cf_creation(ctx, key, header);
@@ -235,6 +243,7 @@ pub fn after_cf_write(ctx: &Context, key: &RedisString, change: CfChange) {
                 }
                 notify(ctx, c"cf.add", key);
             }
+            cf_capacity_warnings(ctx, key, before, filter);
             if full {
                 notify(ctx, c"cf.full", key);
             }
@@ -254,6 +263,45 @@ pub fn after_cf_write(ctx: &Context, key: &RedisString, change: CfChange) {
             }
             notify(ctx, c"cf.loadchunk", key);
         }
+    }
+}
+
+/// Logs and notifies every sub-filter an add took to the warning threshold. As for Bloom
+/// filters, nothing is stored: the crossing is read from the load before and after the add,
+/// so it depends only on the filter and the setting, a replica replaying the add crosses with
+/// its own copy, and AOF replay at startup repeats no warning. Unlike a Bloom layer's, a
+/// sub-filter's load falls with deletes: one taken back under the mark warns again when an
+/// add reaches it (another crossing).
+fn cf_capacity_warnings(
+    ctx: &Context,
+    key: &RedisString,
+    before: CfLoadMark,
+    filter: &CuckooFilter,
+) {
+    let percent = config::capacity_warning();
+    let crossed = cuckoo_health::crossings(before, filter, percent);
+    if crossed.is_empty() || ctx.get_flags().contains(ContextFlags::LOADING) {
+        return;
+    }
+    let shown = crate::log::key_name(key.as_slice());
+    let next = match filter.params().expansion {
+        0 => "the filter is non-scaling: when it is full it refuses new items".to_string(),
+        e => format!("when an item finds no room the filter adds a sub-filter {e} times larger"),
+    };
+    for c in crossed {
+        log_limit::cf_capacity_warning(
+            ctx,
+            &format!(
+                "layerbloom: cuckoo filter '{shown}' reached {percent}% load: sub-filter {} of \
+                 {} has {} of {} slots occupied (bf-capacity-warning {percent}); {next}",
+                c.sub_filter + 1,
+                filter.sub_filters().len(),
+                c.occupied,
+                c.slots,
+            ),
+        );
+        notify(ctx, c"cf.capacity", key);
+        crate::cf::stats::warned();
     }
 }
 

@@ -617,6 +617,7 @@ fn keyspace_events_name_every_cf_write() {
         ("cf.del", "e"),
         ("cf.compact", "e"),
         ("cf.add", "e"),
+        ("cf.capacity", "e"),
         ("cf.full", "e"),
         ("cf.reserve", "auto"),
         ("cf.add", "auto"),
@@ -893,4 +894,270 @@ fn every_acknowledged_cf_write_survives_sigkill_with_appendfsync_always() {
             "preamble {preamble}"
         );
     }
+}
+
+// ---------------------------------------------------------------- health
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::SimpleString(t) => t.clone(),
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        other => panic!("not text: {other:?}"),
+    }
+}
+
+fn number(v: &Value) -> f64 {
+    match v {
+        Value::Double(f) => *f,
+        Value::Int(n) => *n as f64,
+        other => text(other).parse().unwrap(),
+    }
+}
+
+const REDISBLOOM_CF_WORDS: [(&str, &str); 8] = [
+    ("SIZE", "Size"),
+    ("BUCKETS", "Number of buckets"),
+    ("FILTERS", "Number of filters"),
+    ("ITEMS", "Number of items inserted"),
+    ("DELETED", "Number of items deleted"),
+    ("BUCKETSIZE", "Bucket size"),
+    ("EXPANSION", "Expansion rate"),
+    ("MAXITERATIONS", "Max iterations"),
+];
+const HEALTH_CF_WORDS: [(&str, &str); 3] = [
+    ("LOAD", "Load factors"),
+    ("FPR", "Estimated false positive rate"),
+    ("DELETESNOTFOUND", "Deletes not found"),
+];
+
+#[test]
+fn info_field_words_answer_loads_the_estimated_rate_and_missed_deletes_in_resp2_and_resp3() {
+    let s = Server::start();
+    let ks = s.keys("cf_info_words");
+    let k = ks.k("f");
+    let mut con = s.conn();
+    con.ok(&cmd!("CF.RESERVE", &k, 64, "EXPANSION", 2));
+    insert(&mut con, &k, &items("h", 150));
+    let mut missed = 0;
+    for i in 0..20 {
+        let found: i64 = con.q(&cmd!("CF.DEL", &k, format!("never:{i}")));
+        missed += 1 - found;
+    }
+    assert!(missed > 15, "{missed}");
+    // Without a word: RedisBloom's eight fields, nothing more.
+    let full = info(&mut con, &k);
+    let names: Vec<&str> = full.iter().map(|(n, _)| n.as_str()).collect();
+    let redisbloom: Vec<&str> = REDISBLOOM_CF_WORDS.iter().map(|w| w.1).collect();
+    assert_eq!(names, redisbloom);
+    let figure = |name: &str| full.iter().find(|(n, _)| n == name).unwrap().1;
+    let filters = figure("Number of filters");
+    assert!(filters >= 2, "{filters} sub-filters");
+    // HEALTH over RESP2: a flat array; the loads an array of bulk-string doubles.
+    let Value::Array(xs) = con.raw(&cmd!("CF.INFO", &k, "health")) else {
+        panic!("CF.INFO HEALTH is not an array")
+    };
+    let health_names: Vec<String> = xs.iter().step_by(2).map(text).collect();
+    let expected: Vec<&str> = HEALTH_CF_WORDS.iter().map(|w| w.1).collect();
+    assert_eq!(health_names, expected);
+    let Value::Array(loads) = &xs[1] else {
+        panic!("loads: {:?}", xs[1])
+    };
+    assert!(matches!(loads[0], Value::BulkString(_)), "{loads:?}");
+    let loads: Vec<f64> = loads.iter().map(number).collect();
+    assert_eq!(loads.len() as i64, filters);
+    assert!(loads.iter().all(|&l| l > 0.0 && l <= 1.0), "{loads:?}");
+    // Occupied slots over slots: the occupied slots add up to the items the filter holds.
+    let slots0 = (figure("Number of buckets") * figure("Bucket size")) as f64;
+    let occupied: f64 = loads
+        .iter()
+        .enumerate()
+        .map(|(i, l)| l * slots0 * 2f64.powi(i as i32))
+        .sum();
+    assert_eq!(occupied.round() as i64, figure("Number of items inserted"));
+    let sum: f64 = loads.iter().sum();
+    let fpr = number(&xs[3]);
+    let want = 1.0 - (254.0f64 / 255.0).powf(2.0 * 2.0 * sum);
+    assert!((fpr - want).abs() < 1e-9, "{fpr} {want}");
+    assert_eq!(xs[5], Value::Int(missed));
+    // HEALTH over RESP3: a map, doubles as doubles.
+    let mut con3 = s.conn_resp3();
+    let Value::Map(pairs) = con3.raw(&cmd!("CF.INFO", &k, "HEALTH")) else {
+        panic!("CF.INFO HEALTH over RESP3 is not a map")
+    };
+    let names3: Vec<String> = pairs.iter().map(|(n, _)| text(n)).collect();
+    assert_eq!(names3, health_names);
+    let Value::Array(loads3) = &pairs[0].1 else {
+        panic!("{:?}", pairs[0].1)
+    };
+    assert_eq!(loads3.iter().map(number).collect::<Vec<_>>(), loads);
+    assert!(matches!(loads3[0], Value::Double(_)));
+    assert_eq!(pairs[1].1, Value::Double(fpr));
+    assert_eq!(pairs[2].1, Value::Int(missed));
+    // Without a word over RESP3: RedisBloom's eight as a map.
+    let Value::Map(full3) = con3.raw(&cmd!("CF.INFO", &k)) else {
+        panic!("CF.INFO over RESP3 is not a map")
+    };
+    assert_eq!(
+        full3.iter().map(|(n, _)| text(n)).collect::<Vec<_>>(),
+        redisbloom
+    );
+    // Every word alone, in any case: RESP2 an array of its value, RESP3 a one-entry map.
+    let all: Vec<(String, Value)> = full3
+        .iter()
+        .map(|(n, v)| (text(n), v.clone()))
+        .chain(pairs.iter().map(|(n, v)| (text(n), v.clone())))
+        .collect();
+    for (word, name) in REDISBLOOM_CF_WORDS.iter().chain(&HEALTH_CF_WORDS) {
+        let value3 = &all.iter().find(|(n, _)| n == name).unwrap().1;
+        let Value::Map(one) = con3.raw(&cmd!("CF.INFO", &k, word.to_lowercase())) else {
+            panic!("CF.INFO {word} over RESP3")
+        };
+        assert_eq!(one.len(), 1, "{word}");
+        assert_eq!(text(&one[0].0), *name, "{word}");
+        assert_eq!(&one[0].1, value3, "{word}");
+        let Value::Array(v2) = con.raw(&cmd!("CF.INFO", &k, word)) else {
+            panic!("CF.INFO {word}")
+        };
+        assert_eq!(v2.len(), 1, "{word}");
+        match (&v2[0], value3) {
+            (Value::Array(a), Value::Array(b)) => {
+                assert_eq!(
+                    a.iter().map(number).collect::<Vec<_>>(),
+                    b.iter().map(number).collect::<Vec<_>>()
+                )
+            }
+            (a, b) => assert_eq!(number(a), number(b), "{word}"),
+        }
+    }
+    // A word that is not a field; a missing key is reported before the word.
+    assert_eq!(
+        con.err_text(&cmd!("CF.INFO", &k, "ERROR")),
+        "Invalid information value"
+    );
+    assert_eq!(
+        con.err_text(&cmd!("CF.INFO", ks.k("missing"), "ERROR")),
+        con.err_text(&cmd!("CF.INFO", ks.k("missing")))
+    );
+    assert!(con
+        .err_text(&cmd!("CF.INFO", &k, "LOAD", "FPR"))
+        .starts_with("ERR wrong number of arguments"));
+}
+
+fn cf_capacity_events(ps: &mut redis::PubSub) -> usize {
+    let mut n = 0;
+    while ps.get_message().is_ok() {
+        n += 1;
+    }
+    n
+}
+
+#[test]
+fn the_capacity_warning_logs_and_notifies_once_per_crossing_of_the_newest_sub_filter() {
+    require_own_server!();
+    let s = Server::builder()
+        .config("notify-keyspace-events", "gE")
+        .start();
+    let sub: &'static mut redis::Connection = Box::leak(Box::new(s.conn()));
+    let mut ps = sub.as_pubsub();
+    ps.subscribe("__keyevent@0__:cf.capacity").unwrap();
+    ps.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut con = s.conn();
+    // 32 buckets of 2: 64 slots, the 70% mark at 45 occupied.
+    con.ok(&cmd!("CF.RESERVE", "w", 64, "EXPANSION", 2));
+    let add = |con: &mut redis::Connection, range: std::ops::Range<u32>| {
+        for i in range {
+            assert_eq!(con.q::<i64>(&cmd!("CF.ADD", "w", format!("w:{i}"))), 1);
+        }
+    };
+    add(&mut con, 0..44);
+    assert_eq!(cf_capacity_events(&mut ps), 0, "under the mark");
+    add(&mut con, 44..45);
+    assert_eq!(
+        cf_capacity_events(&mut ps),
+        1,
+        "the add that reaches the mark"
+    );
+    add(&mut con, 45..50);
+    assert_eq!(cf_capacity_events(&mut ps), 0, "past the mark");
+    assert_eq!(field(&mut con, "w", "Number of filters"), 1);
+    // Deletes take the sub-filter back under the mark; reaching it again is a crossing.
+    for i in 44..50 {
+        assert_eq!(con.q::<i64>(&cmd!("CF.DEL", "w", format!("w:{i}"))), 1);
+    }
+    add(&mut con, 44..45);
+    assert_eq!(cf_capacity_events(&mut ps), 1, "crossed again");
+    // Threshold 0: no warnings.
+    for i in 44..45 {
+        con.q::<i64>(&cmd!("CF.DEL", "w", format!("w:{i}")));
+    }
+    con.ok(&cmd!("CONFIG", "SET", "bf.bf-capacity-warning", 0));
+    add(&mut con, 44..45);
+    assert_eq!(cf_capacity_events(&mut ps), 0, "bf-capacity-warning 0");
+    con.ok(&cmd!("CONFIG", "SET", "bf.bf-capacity-warning", 70));
+    assert_eq!(
+        common::info_i64(&mut con, "bf", "bf_cf_capacity_warnings"),
+        2
+    );
+    let log = s.log();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("cuckoo filter 'w' reached 70% load"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].contains("sub-filter 1 of 1 has 45 of 64 slots occupied"),
+        "{}",
+        lines[0]
+    );
+    // Not a Bloom warning: the Bloom counter is untouched.
+    assert_eq!(common::info_i64(&mut con, "bf", "bf_capacity_warnings"), 0);
+}
+
+#[test]
+fn cuckoo_capacity_warnings_are_rate_limited_in_the_log_and_every_event_arrives() {
+    require_own_server!();
+    let s = Server::builder()
+        .config("notify-keyspace-events", "gE")
+        .start();
+    let sub: &'static mut redis::Connection = Box::leak(Box::new(s.conn()));
+    let mut ps = sub.as_pubsub();
+    ps.subscribe("__keyevent@0__:cf.capacity").unwrap();
+    ps.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut con = s.conn();
+    // Capacity 4: two buckets of 2 slots, the mark at 3; each filter crosses once.
+    let n = 2000;
+    let mut pipe = redis::pipe();
+    for i in 0..n {
+        pipe.cmd("CF.INSERT")
+            .arg(format!("k{i}"))
+            .arg("CAPACITY")
+            .arg(4)
+            .arg("ITEMS")
+            .arg("x")
+            .arg("y")
+            .arg("z");
+    }
+    let _: Vec<Value> = pipe.query(&mut con).unwrap();
+    for _ in 0..n {
+        ps.get_message()
+            .expect("a cf.capacity event for every crossing");
+    }
+    let crossings = common::info_i64(&mut con, "bf", "bf_cf_capacity_warnings");
+    assert_eq!(crossings, n);
+    let suppressed = common::info_i64(&mut con, "bf", "bf_cf_capacity_warnings_suppressed");
+    let lines = s
+        .log()
+        .lines()
+        .filter(|l| l.contains("reached 70% load"))
+        .count() as i64;
+    assert_eq!(
+        lines + suppressed,
+        crossings,
+        "every crossing is logged or counted"
+    );
+    assert!(
+        lines <= crossings / 10,
+        "{lines} warning lines for {crossings} crossings"
+    );
 }

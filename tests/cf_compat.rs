@@ -65,6 +65,11 @@ fn differences() -> Vec<(&'static str, Ours, &'static str)> {
             "not created, above",
         ),
         (
+            r#"["CF.INFO","pub:err:cf","CAPACITY"]"#,
+            Reply(json!({"error": "Invalid information value"})),
+            "CF.INFO takes a field word, as BF.INFO does (HEALTH, LOAD, FPR, ...); CAPACITY is none",
+        ),
+        (
             r#"["CF.SCANDUMP","pub:err:ok1","0"]"#,
             not_found(),
             "not created, above",

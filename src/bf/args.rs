@@ -255,24 +255,34 @@ impl InfoField {
     }
 }
 
-/// What a `BF.INFO` asks for.
+/// What a `BF.INFO` (or, with its own fields, a `CF.INFO`) asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InfoRequest {
-    /// No field word: RedisBloom's five fields, as a map (RESP2: a flat array).
+pub enum InfoRequest<F = InfoField> {
+    /// No field word: RedisBloom's fields, as a map (RESP2: a flat array).
     Full,
-    /// `HEALTH`: the five health figures, as a map (RESP2: a flat array).
+    /// `HEALTH`: the health figures, as a map (RESP2: a flat array).
     Health,
     /// One field word: RESP2 an array of its value, RESP3 a one-entry map.
-    One(InfoField),
+    One(F),
 }
 
 impl InfoRequest {
     /// The request of `BF.INFO key [word]`.
     pub fn parse(word: Option<&[u8]>) -> Result<Self, BfError> {
+        Self::parse_with(word, InfoField::parse)
+    }
+}
+
+impl<F> InfoRequest<F> {
+    /// The request of an INFO command whose field words `field` reads.
+    pub fn parse_with(
+        word: Option<&[u8]>,
+        field: impl FnOnce(&[u8]) -> Result<F, BfError>,
+    ) -> Result<Self, BfError> {
         match word {
             None => Ok(InfoRequest::Full),
             Some(w) if is_word(w, "HEALTH") => Ok(InfoRequest::Health),
-            Some(w) => InfoField::parse(w).map(InfoRequest::One),
+            Some(w) => field(w).map(InfoRequest::One),
         }
     }
 }

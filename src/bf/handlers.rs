@@ -317,26 +317,45 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
         InfoField::EstimatedDistinct => count(health::estimated_distinct(filter)),
         InfoField::MaxCapacity => count(health::max_capacity(filter, config::max_filter_memory())),
     };
-    let fields: &[InfoField] = match request {
-        InfoRequest::Full => &InfoField::REDISBLOOM,
-        InfoRequest::Health => &InfoField::HEALTH,
+    reply_info(
+        &reply,
+        request,
+        (&InfoField::REDISBLOOM, &InfoField::HEALTH),
+        InfoField::title_c,
+        value,
+    );
+    Ok(())
+}
+
+/// The reply of an INFO command (BF.INFO, CF.INFO): the `(full, health)` fields as a map
+/// (RESP2: a flat array), or one field, in RESP2 an array of its value, in RESP3 a one-entry
+/// map.
+pub(crate) fn reply_info<F: Copy>(
+    reply: &Reply,
+    request: InfoRequest<F>,
+    (full, health): (&[F], &[F]),
+    title: impl Fn(F) -> &'static std::ffi::CStr,
+    value: impl Fn(F),
+) {
+    let fields = match request {
+        InfoRequest::Full => full,
+        InfoRequest::Health => health,
         InfoRequest::One(field) => {
             if reply.is_resp3() {
                 reply.map(1);
-                reply.simple(field.title_c());
+                reply.simple(title(field));
             } else {
                 reply.array(1);
             }
             value(field);
-            return Ok(());
+            return;
         }
     };
     reply.map(fields.len());
     for &field in fields {
-        reply.simple(field.title_c());
+        reply.simple(title(field));
         value(field);
     }
-    Ok(())
 }
 
 /// The `Size` of BF.INFO: the memory the filter really takes, or, in classic mode, for a

@@ -224,6 +224,86 @@ pub fn position(text: &[u8], min: i64) -> Result<u64, BfError> {
         .ok_or(BfError::CfInvalidPosition)
 }
 
+/// One field of `CF.INFO`: RedisBloom's eight, then layerbloom's health figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InfoField {
+    Size,
+    Buckets,
+    Filters,
+    Items,
+    Deleted,
+    BucketSize,
+    Expansion,
+    MaxIterations,
+    /// Occupied slots / slots of each sub-filter, oldest first.
+    Load,
+    /// The whole filter's false-positive rate estimated from its sub-filters' loads.
+    EstimatedFpr,
+    /// CF.DEL calls that found nothing since the filter was created or loaded here.
+    DeletesNotFound,
+}
+
+impl InfoField {
+    /// RedisBloom's eight fields, in its order: the whole reply of `CF.INFO key`.
+    pub const REDISBLOOM: [InfoField; 8] = [
+        InfoField::Size,
+        InfoField::Buckets,
+        InfoField::Filters,
+        InfoField::Items,
+        InfoField::Deleted,
+        InfoField::BucketSize,
+        InfoField::Expansion,
+        InfoField::MaxIterations,
+    ];
+
+    /// The reply of `CF.INFO key HEALTH`.
+    pub const HEALTH: [InfoField; 3] = [
+        InfoField::Load,
+        InfoField::EstimatedFpr,
+        InfoField::DeletesNotFound,
+    ];
+
+    /// Each field's word and name in replies (RedisBloom's names for its eight; the health
+    /// ones named as BF.INFO's where the figure is the same).
+    const WORDS: [(&'static str, InfoField, &'static std::ffi::CStr); 11] = [
+        ("SIZE", InfoField::Size, c"Size"),
+        ("BUCKETS", InfoField::Buckets, c"Number of buckets"),
+        ("FILTERS", InfoField::Filters, c"Number of filters"),
+        ("ITEMS", InfoField::Items, c"Number of items inserted"),
+        ("DELETED", InfoField::Deleted, c"Number of items deleted"),
+        ("BUCKETSIZE", InfoField::BucketSize, c"Bucket size"),
+        ("EXPANSION", InfoField::Expansion, c"Expansion rate"),
+        ("MAXITERATIONS", InfoField::MaxIterations, c"Max iterations"),
+        ("LOAD", InfoField::Load, c"Load factors"),
+        (
+            "FPR",
+            InfoField::EstimatedFpr,
+            c"Estimated false positive rate",
+        ),
+        (
+            "DELETESNOTFOUND",
+            InfoField::DeletesNotFound,
+            c"Deletes not found",
+        ),
+    ];
+
+    pub fn title_c(self) -> &'static std::ffi::CStr {
+        Self::WORDS
+            .iter()
+            .find(|(_, f, _)| *f == self)
+            .map_or(c"", |&(_, _, title)| title)
+    }
+
+    /// The field a `CF.INFO key <word>` asks for.
+    pub fn parse(word: &[u8]) -> Result<Self, BfError> {
+        Self::WORDS
+            .iter()
+            .find(|(name, _, _)| word.eq_ignore_ascii_case(name.as_bytes()))
+            .map(|&(_, f, _)| f)
+            .ok_or(BfError::InvalidInfo)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -379,5 +459,35 @@ mod tests {
         assert_eq!(position(b"0", 1), Err(BfError::CfInvalidPosition));
         assert_eq!(position(b"-1", 0), Err(BfError::CfInvalidPosition));
         assert_eq!(position(b"abc", 0), Err(BfError::CfInvalidPosition));
+    }
+
+    #[test]
+    fn info_words_name_each_field_once_in_any_case_and_health_is_the_set() {
+        use crate::bf::args::InfoRequest;
+        let parse = |w: &str| InfoRequest::parse_with(Some(w.as_bytes()), InfoField::parse);
+        for (word, field, title) in InfoField::WORDS {
+            assert_eq!(parse(word), Ok(InfoRequest::One(field)));
+            assert_eq!(
+                parse(&word.to_ascii_lowercase()),
+                Ok(InfoRequest::One(field))
+            );
+            assert_eq!(field.title_c(), title);
+            let named = InfoField::WORDS.iter().filter(|w| w.1 == field).count();
+            assert_eq!(named, 1, "{word}");
+        }
+        assert_eq!(parse("health"), Ok(InfoRequest::Health));
+        assert_eq!(parse("ERROR"), Err(BfError::InvalidInfo));
+        assert_eq!(parse(""), Err(BfError::InvalidInfo));
+        assert_eq!(
+            InfoRequest::parse_with(None, InfoField::parse),
+            Ok(InfoRequest::Full)
+        );
+        let all: Vec<InfoField> = InfoField::REDISBLOOM
+            .iter()
+            .chain(&InfoField::HEALTH)
+            .copied()
+            .collect();
+        let listed: Vec<InfoField> = InfoField::WORDS.iter().map(|w| w.1).collect();
+        assert_eq!(all, listed);
     }
 }

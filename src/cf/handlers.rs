@@ -8,13 +8,15 @@
 //! for the BF commands; RedisBloom answers 0 or "Not found" for some, see README).
 
 use layerbloom_filter::cuckoo::codec::{self, Header};
+use layerbloom_filter::cuckoo::health::{self, LoadMark};
 use layerbloom_filter::cuckoo::{CuckooError, CuckooFilter, Limits as CfLimits};
 use layerbloom_filter::format::{CodecError, Strictness};
 use layerbloom_filter::FilterError;
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{Context, ContextFlags, KeyType, RedisString};
 
-use crate::cf::args::{self, Shape, Syntax};
+use crate::bf::args::InfoRequest;
+use crate::cf::args::{self, InfoField, Shape, Syntax};
 use crate::cf::stats::{self, Figures};
 use crate::config;
 use crate::datatype_cf::CUCKOO_TYPE;
@@ -172,6 +174,7 @@ fn add_one(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult {
     let (filter, created) = filter_for_add(ctx, &key, Some(args::default_shape()))?;
     let (limits, core) = add_limits(ctx, filter);
     let before = Figures::of(filter);
+    let mark = LoadMark::of(filter);
     let item = args[2].as_slice();
     let result = if nx {
         filter.add_nx(item, &core)
@@ -191,6 +194,8 @@ fn add_one(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult {
             items: &args[2..],
             changed: &changed,
             full: matches!(result, Err(CuckooError::Full)),
+            filter,
+            before: mark,
         },
     );
     match result {
@@ -224,6 +229,7 @@ fn insert_items(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult 
     let (filter, created) = filter_for_add(ctx, &key, parsed.create)?;
     let (limits, core) = add_limits(ctx, filter);
     let before = Figures::of(filter);
+    let mark = LoadMark::of(filter);
     let outcome = filter.insert_many(parsed.items, nx, &core);
     stats::changed(before, filter);
     let results = match &outcome {
@@ -248,6 +254,8 @@ fn insert_items(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult 
             items: item_args,
             changed: &changed,
             full: results.iter().any(|r| matches!(r, Err(CuckooError::Full))),
+            filter,
+            before: mark,
         },
     );
     let results = outcome.map_err(|e| cf_error(&limits, e, false))?;
@@ -329,27 +337,43 @@ pub fn compact(ctx: &Context, args: &[RedisString]) -> CommandResult {
     Ok(())
 }
 
-/// `CF.INFO key`: RedisBloom's eight fields in its order (a map in RESP3, a flat array in
-/// RESP2).
+/// `CF.INFO key [SIZE | BUCKETS | FILTERS | ITEMS | DELETED | BUCKETSIZE | EXPANSION |
+/// MAXITERATIONS | LOAD | FPR | DELETESNOTFOUND | HEALTH]`: without a word, exactly
+/// RedisBloom's eight fields in its order (a map in RESP3, a flat array in RESP2); the
+/// health figures only when asked for, shaped as BF.INFO's. The word is parsed after the key
+/// is looked up, as BF.INFO's.
 pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key(&args[1]);
-    let info = read_filter(&key)?.ok_or(BfError::NotFound)?.info();
-    let fields = [
-        (c"Size", info.size),
-        (c"Number of buckets", info.buckets),
-        (c"Number of filters", info.filters),
-        (c"Number of items inserted", info.items),
-        (c"Number of items deleted", info.deletes),
-        (c"Bucket size", info.bucket_size),
-        (c"Expansion rate", info.expansion),
-        (c"Max iterations", info.max_iterations),
-    ];
+    let filter = read_filter(&key)?.ok_or(BfError::NotFound)?;
+    let request =
+        InfoRequest::parse_with(args.get(2).map(RedisString::as_slice), InfoField::parse)?;
+    let info = filter.info();
     let reply = Reply::new(ctx);
-    reply.map(fields.len());
-    for (name, value) in fields {
-        reply.simple(name);
-        reply.int(i64::try_from(value).unwrap_or(i64::MAX));
-    }
+    let count = |n: u64| reply.int(i64::try_from(n).unwrap_or(i64::MAX));
+    let value = |field: InfoField| match field {
+        InfoField::Size => count(info.size),
+        InfoField::Buckets => count(info.buckets),
+        InfoField::Filters => count(info.filters),
+        InfoField::Items => count(info.items),
+        InfoField::Deleted => count(info.deletes),
+        InfoField::BucketSize => count(info.bucket_size),
+        InfoField::Expansion => count(info.expansion),
+        InfoField::MaxIterations => count(info.max_iterations),
+        InfoField::Load => {
+            let loads = health::loads(filter);
+            reply.array(loads.len());
+            loads.into_iter().for_each(|l| reply.double(l));
+        }
+        InfoField::EstimatedFpr => reply.double(health::estimated_fpr(filter)),
+        InfoField::DeletesNotFound => count(filter.deletes_not_found()),
+    };
+    crate::bf::handlers::reply_info(
+        &reply,
+        request,
+        (&InfoField::REDISBLOOM, &InfoField::HEALTH),
+        InfoField::title_c,
+        value,
+    );
     Ok(())
 }
 

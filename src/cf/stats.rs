@@ -14,6 +14,7 @@ static BYTES: AtomicI64 = AtomicI64::new(0);
 static DELETES_NOT_FOUND: AtomicI64 = AtomicI64::new(0);
 static REFUSED_FULL: AtomicI64 = AtomicI64::new(0);
 static REFUSED_MAX_EXPANSIONS: AtomicI64 = AtomicI64::new(0);
+static CAPACITY_WARNINGS: AtomicI64 = AtomicI64::new(0);
 
 /// The figures of one filter that the totals sum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +77,11 @@ pub fn refused_max_expansions() {
     REFUSED_MAX_EXPANSIONS.fetch_add(1, Ordering::Relaxed);
 }
 
+/// An add took a sub-filter to the capacity-warning threshold.
+pub fn warned() {
+    CAPACITY_WARNINGS.fetch_add(1, Ordering::Relaxed);
+}
+
 /// The `bf_cuckoo` section's fields (Redis adds the module's `bf_` prefix).
 pub fn info_fields() -> (&'static str, Vec<(&'static str, String)>) {
     let n = |counter: &AtomicI64| counter.load(Ordering::Relaxed).to_string();
@@ -89,6 +95,11 @@ pub fn info_fields() -> (&'static str, Vec<(&'static str, String)>) {
             ("cf_deletes_not_found", n(&DELETES_NOT_FOUND)),
             ("cf_refused_full", n(&REFUSED_FULL)),
             ("cf_refused_max_expansions", n(&REFUSED_MAX_EXPANSIONS)),
+            ("cf_capacity_warnings", n(&CAPACITY_WARNINGS)),
+            (
+                "cf_capacity_warnings_suppressed",
+                crate::log_limit::cf_suppressed().to_string(),
+            ),
         ],
     )
 }

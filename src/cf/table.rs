@@ -121,12 +121,32 @@ super::command_table! {
     crate::cf::handlers::info => CommandSpec {
         name: "cf.info",
         flags: "readonly fast",
-        arity: Arity::Exactly(2),
+        arity: Arity::Between(2, 3),
         key: KeyAccess::ReadMeta,
-        summary: "Returns a cuckoo filter's size, buckets, sub-filters, items, deletes, bucket size, expansion and maximum iterations",
-        complexity: "O(1)",
+        summary: "Returns a cuckoo filter's size, buckets, sub-filters, items, deletes, bucket size, expansion and maximum iterations, one of them, one health figure, or with HEALTH all three (load per sub-filter, estimated false-positive rate, deletes that found nothing)",
+        complexity: "O(k), where k is the number of sub-filters",
         since: Some("1.0.0"),
-        args: &[KEY],
+        args: &[
+            KEY,
+            Arg {
+                optional: true,
+                subargs: &[
+                    choice("size", "SIZE"),
+                    choice("buckets", "BUCKETS"),
+                    choice("filters", "FILTERS"),
+                    choice("items", "ITEMS"),
+                    choice("deleted", "DELETED"),
+                    choice("bucketsize", "BUCKETSIZE"),
+                    choice("expansion", "EXPANSION"),
+                    choice("maxiterations", "MAXITERATIONS"),
+                    choice("load", "LOAD"),
+                    choice("fpr", "FPR"),
+                    choice("deletesnotfound", "DELETESNOTFOUND"),
+                    choice("health", "HEALTH"),
+                ],
+                ..arg("single_value", ArgKind::OneOf)
+            },
+        ],
     },
     crate::cf::handlers::scandump => CommandSpec {
         name: "cf.scandump",

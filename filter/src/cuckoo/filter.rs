@@ -55,6 +55,9 @@ fn alt_offset(fp: u8) -> u64 {
 pub struct SubFilter {
     buckets: u64,
     slots: Vec<u8>,
+    /// Non-zero slots, kept by every write so that the load (health figures, the capacity
+    /// warning after each add) costs no scan.
+    occupied: u64,
 }
 
 impl SubFilter {
@@ -65,12 +68,18 @@ impl SubFilter {
         Ok(SubFilter {
             buckets,
             slots: crate::zeroed::try_zeroed_vec(bytes)?,
+            occupied: 0,
         })
     }
 
     /// A sub-filter from persisted slots (the caller checked `slots.len()`).
     pub(crate) fn from_slots(buckets: u64, slots: Vec<u8>) -> Self {
-        SubFilter { buckets, slots }
+        let occupied = count_occupied(&slots);
+        SubFilter {
+            buckets,
+            slots,
+            occupied,
+        }
     }
 
     /// Its bucket count.
@@ -83,13 +92,39 @@ impl SubFilter {
         &self.slots
     }
 
-    pub(crate) fn as_bytes_mut(&mut self) -> &mut [u8] {
-        &mut self.slots
+    /// Writes `data` over the slots from byte `at` (the caller checked the range) and
+    /// recounts the occupied slots it changed.
+    pub(crate) fn write_slots(&mut self, at: usize, data: &[u8]) {
+        let target = &mut self.slots[at..at + data.len()];
+        let was = count_occupied(target);
+        target.copy_from_slice(data);
+        self.occupied = self.occupied - was + count_occupied(data);
     }
 
     /// Occupied slots.
     pub fn occupied(&self) -> u64 {
-        self.slots.iter().filter(|&&s| s != 0).count() as u64
+        self.occupied
+    }
+
+    /// All slots: buckets × bucket size.
+    pub fn slots(&self) -> u64 {
+        self.slots.len() as u64
+    }
+
+    /// Occupied slots / slots.
+    pub fn load(&self) -> f64 {
+        if self.slots.is_empty() {
+            0.0
+        } else {
+            self.occupied as f64 / self.slots.len() as f64
+        }
+    }
+
+    /// Empties slot `i` of bucket `b` (it holds a fingerprint).
+    #[inline]
+    fn clear(&mut self, b: u64, bs: usize, i: usize) {
+        self.bucket_mut(b, bs)[i] = 0;
+        self.occupied -= 1;
     }
 
     #[inline]
@@ -118,6 +153,7 @@ impl SubFilter {
         match bucket.iter().position(|&s| s == 0) {
             Some(i) => {
                 bucket[i] = fp;
+                self.occupied += 1;
                 true
             }
             None => false,
@@ -191,13 +227,26 @@ pub struct Info {
 }
 
 /// A scalable cuckoo filter: one or more sub-filters, sub-filter `i` having `buckets ×
-/// expansion^i` buckets.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// expansion^i` buckets. Equality is of what persists: `deletes_not_found` is a local figure.
+#[derive(Debug, Clone, Eq)]
 pub struct CuckooFilter {
     subs: Vec<SubFilter>,
     items: u64,
     deletes: u64,
     params: Params,
+    /// Deletes that found no copy of their fingerprint since the filter was created or
+    /// loaded on this server: neither persisted (the encodings are RedisBloom's) nor
+    /// replicated (such a delete changes nothing, so it is not sent).
+    deletes_not_found: u64,
+}
+
+impl PartialEq for CuckooFilter {
+    fn eq(&self, other: &Self) -> bool {
+        self.subs == other.subs
+            && self.items == other.items
+            && self.deletes == other.deletes
+            && self.params == other.params
+    }
 }
 
 impl CuckooFilter {
@@ -225,6 +274,7 @@ impl CuckooFilter {
             items: 0,
             deletes: 0,
             params,
+            deletes_not_found: 0,
         })
     }
 
@@ -240,6 +290,7 @@ impl CuckooFilter {
             items,
             deletes,
             params,
+            deletes_not_found: 0,
         }
     }
 
@@ -253,6 +304,11 @@ impl CuckooFilter {
 
     pub fn deletes(&self) -> u64 {
         self.deletes
+    }
+
+    /// Deletes that found nothing since the filter was created or loaded here.
+    pub fn deletes_not_found(&self) -> u64 {
+        self.deletes_not_found
     }
 
     /// The first sub-filter's bucket count.
@@ -343,6 +399,7 @@ impl CuckooFilter {
             subs.push(SubFilter {
                 buckets: s.buckets,
                 slots,
+                occupied: s.occupied,
             });
         }
         Ok(CuckooFilter { subs, ..*self })
@@ -582,10 +639,9 @@ impl CuckooFilter {
         let found = self.subs.iter_mut().rev().any(|s| {
             let m = s.mask();
             [h.h1 & m, h.h2 & m].into_iter().any(|b| {
-                let bucket = s.bucket_mut(b, bs);
-                match bucket.iter().position(|&x| x == h.fp) {
+                match s.bucket(b, bs).iter().position(|&x| x == h.fp) {
                     Some(i) => {
-                        bucket[i] = 0;
+                        s.clear(b, bs, i);
                         true
                     }
                     None => false,
@@ -593,6 +649,7 @@ impl CuckooFilter {
             })
         });
         if !found {
+            self.deletes_not_found = self.deletes_not_found.saturating_add(1);
             return false;
         }
         self.items = self.items.saturating_sub(1);
@@ -633,7 +690,7 @@ impl CuckooFilter {
                         o.put(b & m, bs, fp) || o.put(alt & m, bs, fp)
                     });
                     if moved {
-                        sub.bucket_mut(b, bs)[slot] = 0;
+                        sub.clear(b, bs, slot);
                     } else {
                         left = true;
                     }
@@ -649,6 +706,10 @@ impl CuckooFilter {
         }
         self.deletes = 0;
     }
+}
+
+fn count_occupied(slots: &[u8]) -> u64 {
+    slots.iter().filter(|&&s| s != 0).count() as u64
 }
 
 /// Hashes a chunk of at most `BATCH` items into `out` (on the stack); returns the prefix.

@@ -68,6 +68,7 @@
 
 pub mod codec;
 mod filter;
+pub mod health;
 pub mod params;
 pub mod rate;
 

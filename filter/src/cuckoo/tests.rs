@@ -1,6 +1,7 @@
 //! Unit and property tests of the cuckoo core; `fixtures` checks it against RedisBloom's data.
 
 mod fixtures;
+mod health;
 mod support;
 
 use std::collections::HashMap;
