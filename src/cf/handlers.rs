@@ -230,7 +230,18 @@ fn insert_items(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult 
         Ok(results) => &results[..],
         Err(_) => &[],
     };
-    let changed: Vec<bool> = results.iter().map(|r| matches!(r, Ok(true))).collect();
+    // An error other than "did not fit" ends the results at the item it refused: that item
+    // was not processed, so it is left out of `changed`, even when it is the last one sent
+    // (else the command would be replicated as sent, and replicas and the AOF, where the
+    // limits do not apply, would add it).
+    let processed = match results.last() {
+        Some(Err(e)) if *e != CuckooError::Full => results.len() - 1,
+        _ => results.len(),
+    };
+    let changed: Vec<bool> = results[..processed]
+        .iter()
+        .map(|r| matches!(r, Ok(true)))
+        .collect();
     match &outcome {
         Ok(results) => stats::refused_full(
             results
