@@ -263,20 +263,20 @@ pub fn load_chunk(filter: &mut CuckooFilter, it: u64, data: &[u8]) -> Result<(),
         .ok_or(CodecError::NoLink)?;
     let mut start = 0u64;
     for sub in filter.sub_filters_mut() {
-        let bytes = sub.as_bytes_mut();
+        let bytes = sub.as_bytes();
         let sub_len = bytes.len() as u64;
         if offset < start + sub_len {
             let within = offset - start;
             if within + len > sub_len {
                 return Err(CodecError::TooBig);
             }
-            let target = &mut bytes[within as usize..(within + len) as usize];
+            let target = &bytes[within as usize..(within + len) as usize];
             if target.iter().zip(data).any(|(&t, &d)| t != 0 && t != d) {
                 return Err(CodecError::BadData(
                     "the chunk would overwrite fingerprints of the filter",
                 ));
             }
-            target.copy_from_slice(data);
+            sub.write_at(within as usize, data);
             return Ok(());
         }
         start += sub_len;

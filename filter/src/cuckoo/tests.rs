@@ -2,6 +2,7 @@
 
 mod fixtures;
 mod support;
+mod work;
 
 use std::collections::HashMap;
 
