@@ -854,6 +854,31 @@ fn maxmemory_refuses_a_filter_that_would_pass_it() {
     assert_eq!(e, "OOM command not allowed when used memory > 'maxmemory'.");
     assert_eq!(con.q::<i64>(&cmd!("EXISTS", "big")), 0);
     con.ok(&cmd!("CF.RESERVE", "small", "1000"));
+    // Growth too: the next sub-filter (512 × 32768 buckets of 2 slots, 32 MiB) is refused,
+    // by CF.INSERT after the items that fit and by CF.ADD, and the filter keeps its items.
+    con.ok(&cmd!("CF.RESERVE", "g", "1024", "EXPANSION", "32768"));
+    let mut c = cmd!("CF.INSERT", "g", "ITEMS");
+    for i in items("g", 5000) {
+        c.arg(i);
+    }
+    let Value::Array(replies) = con.raw(&c) else {
+        panic!("an array")
+    };
+    let oom = "OOM command not allowed when used memory > 'maxmemory'.";
+    assert_eq!(replies.last().and_then(error_of).as_deref(), Some(oom));
+    let added = replies.len() - 1;
+    assert!(
+        added > 500 && replies[..added].iter().all(|r| *r == Value::Int(1)),
+        "{added} {:?}",
+        &replies[replies.len().saturating_sub(3)..]
+    );
+    assert_eq!(field(&mut con, "g", "Number of filters"), 1);
+    assert_eq!(
+        field(&mut con, "g", "Number of items inserted"),
+        added as i64
+    );
+    let e = con.err_text(&cmd!("CF.ADD", "g", format!("g:{added}")));
+    assert_eq!(e, oom);
 }
 
 // ---------------------------------------------------------------- INFO bf
