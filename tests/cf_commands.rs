@@ -693,6 +693,80 @@ fn a_replica_ends_with_the_primary_s_buckets_after_every_kind_of_write() {
     }
 }
 
+/// A CF.INSERT whose very last item is refused by the primary's limit must not reach the
+/// replica or the AOF as it was sent: neither applies the limit, so both would add it.
+#[test]
+fn an_insert_refused_at_its_last_item_is_not_replayed_with_that_item() {
+    require_own_server!();
+    let mut primary = Server::builder()
+        .module_args(&["bf-max-filter-memory", "64kb"])
+        .config("appendonly", "yes")
+        .config("appendfsync", "always")
+        .start();
+    let replica = Server::builder().replica_of(&primary).start();
+    wait_for_link(&replica);
+    let mut con = primary.conn();
+    let reserve = |con: &mut redis::Connection, key: &str| {
+        con.ok(&cmd!(
+            "CF.RESERVE",
+            key,
+            "1024",
+            "BUCKETSIZE",
+            "1",
+            "EXPANSION",
+            "2"
+        ))
+    };
+    let all = items("last", 200_000);
+    let insert_all = |con: &mut redis::Connection, key: &str, items: &[Vec<u8>]| {
+        let mut c = cmd!("CF.INSERT", key, "ITEMS");
+        for i in items {
+            c.arg(i.as_slice());
+        }
+        match con.raw(&c) {
+            Value::Array(replies) => replies,
+            v => panic!("{v:?}"),
+        }
+    };
+    // The same filter and items on a throwaway key tell where the limit stops the insert.
+    reserve(&mut con, "probe");
+    let n = insert_all(&mut con, "probe", &all).len();
+    assert!(n > 1 && n < all.len(), "the limit stopped the probe at {n}");
+    con.q::<i64>(&cmd!("DEL", "probe"));
+
+    reserve(&mut con, "k");
+    let replies = insert_all(&mut con, "k", &all[..n]);
+    assert_eq!(replies.len(), n);
+    let last = replies.last().and_then(error_of).unwrap_or_default();
+    assert!(
+        last.starts_with("ERR problem inserting into filter: its next sub-filter"),
+        "the limit refused exactly the last item: {last}"
+    );
+    assert_eq!(
+        con.q::<i64>(&cmd!("CF.EXISTS", "k", all[n - 1].as_slice())),
+        0
+    );
+    let keys = vec!["k".to_string()];
+    con.q::<i64>(&cmd!("WAIT", 1, 10_000));
+    let want = digests(&mut con, &keys);
+    let dump = cf_scandump(&mut con, "k");
+    let mut rcon = replica.conn();
+    wait_until(Duration::from_secs(20), "the replica to catch up", || {
+        con.q::<i64>(&cmd!("WAIT", 1, 1000));
+        digests(&mut rcon, &keys) == want
+    });
+    assert_eq!(cf_scandump(&mut rcon, "k"), dump, "the replica's buckets");
+    drop(con);
+    primary.restart(Stop::NoSave);
+    let mut con = primary.conn();
+    assert_eq!(digests(&mut con, &keys), want, "after the AOF replay");
+    assert_eq!(
+        cf_scandump(&mut con, "k"),
+        dump,
+        "the buckets after the AOF replay"
+    );
+}
+
 // ---------------------------------------------------------------- memory limits
 
 #[test]
@@ -781,6 +855,31 @@ fn maxmemory_refuses_a_filter_that_would_pass_it() {
     assert_eq!(e, "OOM command not allowed when used memory > 'maxmemory'.");
     assert_eq!(con.q::<i64>(&cmd!("EXISTS", "big")), 0);
     con.ok(&cmd!("CF.RESERVE", "small", "1000"));
+    // Growth too: the next sub-filter (512 × 32768 buckets of 2 slots, 32 MiB) is refused,
+    // by CF.INSERT after the items that fit and by CF.ADD, and the filter keeps its items.
+    con.ok(&cmd!("CF.RESERVE", "g", "1024", "EXPANSION", "32768"));
+    let mut c = cmd!("CF.INSERT", "g", "ITEMS");
+    for i in items("g", 5000) {
+        c.arg(i);
+    }
+    let Value::Array(replies) = con.raw(&c) else {
+        panic!("an array")
+    };
+    let oom = "OOM command not allowed when used memory > 'maxmemory'.";
+    assert_eq!(replies.last().and_then(error_of).as_deref(), Some(oom));
+    let added = replies.len() - 1;
+    assert!(
+        added > 500 && replies[..added].iter().all(|r| *r == Value::Int(1)),
+        "{added} {:?}",
+        &replies[replies.len().saturating_sub(3)..]
+    );
+    assert_eq!(field(&mut con, "g", "Number of filters"), 1);
+    assert_eq!(
+        field(&mut con, "g", "Number of items inserted"),
+        added as i64
+    );
+    let e = con.err_text(&cmd!("CF.ADD", "g", format!("g:{added}")));
+    assert_eq!(e, oom);
 }
 
 // ---------------------------------------------------------------- INFO bf

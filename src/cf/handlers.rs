@@ -107,6 +107,32 @@ fn add_limits(ctx: &Context, filter: &CuckooFilter) -> (Limits, CfLimits) {
     (limits, core)
 }
 
+/// Core limits under which an add cannot grow `filter` (any new sub-filter passes its
+/// current size). An add tries these first: only growth consults the limits, and
+/// `maxmemory`'s headroom asks the server for its INFO, too dear for every add. A refusal
+/// changes nothing, so the item refused here is then retried under `add_limits` with
+/// exactly the result it would have had under them from the start.
+fn no_growth(filter: &CuckooFilter) -> CfLimits {
+    CfLimits {
+        max_bytes: filter.memory_usage(),
+        ..CfLimits::default()
+    }
+}
+
+/// Whether an add under `no_growth` was refused because it needed a new sub-filter.
+fn needs_growth<T>(result: &Result<T, CuckooError>) -> bool {
+    matches!(
+        result,
+        Err(CuckooError::Filter(FilterError::OverLimit { .. }))
+    )
+}
+
+/// Limits that no refusal under `no_growth` is mapped with (only `OverLimit` reads them).
+const UNREAD_LIMITS: Limits = Limits {
+    filter: u64::MAX,
+    memory: None,
+};
+
 /// The syntax a command is read with: RedisBloom's for commands replayed from the AOF or
 /// sent by a primary (they may be RedisBloom's), layerbloom's strict one for clients.
 fn syntax(ctx: &Context) -> Syntax {
@@ -172,15 +198,24 @@ pub fn addnx(ctx: &Context, args: &[RedisString]) -> CommandResult {
 fn add_one(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult {
     let key = ctx.open_key_writable(&args[1]);
     let (filter, created) = filter_for_add(ctx, &key, Some(args::default_shape()))?;
-    let (limits, core) = add_limits(ctx, filter);
     let before = Figures::of(filter);
     let mark = LoadMark::of(filter);
     let item = args[2].as_slice();
-    let result = if nx {
-        filter.add_nx(item, &core)
-    } else {
-        filter.add(item, &core).map(|()| true)
+    let attempt = |filter: &mut CuckooFilter, core: &CfLimits| {
+        if nx {
+            filter.add_nx(item, core)
+        } else {
+            filter.add(item, core).map(|()| true)
+        }
     };
+    let mut limits = UNREAD_LIMITS;
+    let probe = no_growth(filter);
+    let mut result = attempt(filter, &probe);
+    if needs_growth(&result) {
+        let (real, core) = add_limits(ctx, filter);
+        limits = real;
+        result = attempt(filter, &core);
+    }
     stats::changed(before, filter);
     if let Err(e) = &result {
         count_refusal(e);
@@ -227,16 +262,40 @@ fn insert_items(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult 
     let item_args = &args[args.len() - parsed.items.len()..];
     let key = ctx.open_key_writable(&args[1]);
     let (filter, created) = filter_for_add(ctx, &key, parsed.create)?;
-    let (limits, core) = add_limits(ctx, filter);
     let before = Figures::of(filter);
     let mark = LoadMark::of(filter);
-    let outcome = filter.insert_many(parsed.items, nx, &core);
+    let mut limits = UNREAD_LIMITS;
+    let probe = no_growth(filter);
+    let mut outcome = filter.insert_many(parsed.items, nx, &probe);
+    if let Ok(results) = &mut outcome {
+        if results.last().is_some_and(needs_growth) {
+            results.pop();
+            let (real, core) = add_limits(ctx, filter);
+            limits = real;
+            // The sub-filter count is unchanged, so the expansion check passes again.
+            match filter.insert_many(&parsed.items[results.len()..], nx, &core) {
+                Ok(rest) => results.extend(rest),
+                Err(e) => results.push(Err(e)),
+            }
+        }
+    }
     stats::changed(before, filter);
     let results = match &outcome {
         Ok(results) => &results[..],
         Err(_) => &[],
     };
-    let changed: Vec<bool> = results.iter().map(|r| matches!(r, Ok(true))).collect();
+    // An error other than "did not fit" ends the results at the item it refused: that item
+    // was not processed, so it is left out of `changed`, even when it is the last one sent
+    // (else the command would be replicated as sent, and replicas and the AOF, where the
+    // limits do not apply, would add it).
+    let processed = match results.last() {
+        Some(Err(e)) if *e != CuckooError::Full => results.len() - 1,
+        _ => results.len(),
+    };
+    let changed: Vec<bool> = results[..processed]
+        .iter()
+        .map(|r| matches!(r, Ok(true)))
+        .collect();
     match &outcome {
         Ok(results) => stats::refused_full(
             results

@@ -14,6 +14,14 @@ pub const ALT_MULTIPLIER: u64 = 0x5bd1_e995;
 /// misses of many items, few enough that their buckets stay in L1 until probed.
 const BATCH: usize = 32;
 
+/// Bucket probes (a source bucket read, or a bucket searched for an empty slot) one
+/// compaction may spend: `CF.COMPACT`, or the automatic one inside `CF.DEL`. Counted in
+/// probes, not time, so a primary, its replicas and an AOF replay stop at the same point.
+/// Compaction otherwise costs up to slots × sub-filters × 2 probes of up to 255 bytes, which
+/// a loaded filter can make hours. 2^20 probes of 255-slot buckets (the dearest) take about
+/// 0.2 s on one core of a busy machine.
+pub const COMPACT_BUDGET: u64 = 1 << 20;
+
 /// An item's fingerprint and its two candidate bucket hashes. A sub-filter of `n` buckets
 /// (a power of two) keeps the fingerprint in bucket `h1 mod n` or `h2 mod n`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,11 +128,10 @@ impl SubFilter {
         }
     }
 
-    /// Empties slot `i` of bucket `b` (it holds a fingerprint).
+    /// Whether no slot is empty.
     #[inline]
-    fn clear(&mut self, b: u64, bs: usize, i: usize) {
-        self.bucket_mut(b, bs)[i] = 0;
-        self.occupied -= 1;
+    fn is_full(&self) -> bool {
+        self.occupied == self.slots.len() as u64
     }
 
     #[inline]
@@ -160,6 +167,13 @@ impl SubFilter {
         }
     }
 
+    /// Empties slot `slot` of bucket `b`, which holds a fingerprint.
+    #[inline]
+    fn clear(&mut self, b: u64, bs: usize, slot: usize) {
+        self.bucket_mut(b, bs)[slot] = 0;
+        self.occupied -= 1;
+    }
+
     /// Whether either candidate bucket holds the fingerprint.
     #[inline]
     fn holds(&self, h: &CuckooHash, bs: usize) -> bool {
@@ -174,6 +188,10 @@ impl SubFilter {
         prefetch(self.slots[(h.h1 & m) as usize * bs..].as_ptr());
         prefetch(self.slots[(h.h2 & m) as usize * bs..].as_ptr());
     }
+}
+
+fn count_occupied(slots: &[u8]) -> u64 {
+    slots.iter().filter(|&&s| s != 0).count() as u64
 }
 
 /// Bytes of a sub-filter's slots, if they fit in memory at all.
@@ -531,7 +549,7 @@ impl CuckooFilter {
     /// the oldest, else evictions in the newest, else a new sub-filter. A failure changes
     /// nothing.
     fn insert_hash(&mut self, h: &CuckooHash, max_bytes: u64) -> Result<(), CuckooError> {
-        if !self.place(h) && !self.kick(h) {
+        if !self.place(h) && !self.kick_unless_full(h) {
             if self.params.expansion == 0 {
                 return Err(CuckooError::Full);
             }
@@ -552,6 +570,16 @@ impl CuckooFilter {
             }
         }
         false
+    }
+
+    /// `kick`, skipped when the newest sub-filter has no empty slot: swaps keep the count of
+    /// fingerprints, so every walk there ends undone and changes nothing, after up to
+    /// `max_iterations` swaps over buckets of up to 255 slots (milliseconds per item).
+    fn kick_unless_full(&mut self, h: &CuckooHash) -> bool {
+        match self.subs.last() {
+            Some(s) if !s.is_full() => self.kick(h),
+            _ => false,
+        }
     }
 
     /// The eviction walk in the newest sub-filter, from bucket `h1`: swap the fingerprint in
@@ -655,15 +683,16 @@ impl CuckooFilter {
         self.items = self.items.saturating_sub(1);
         self.deletes = self.deletes.saturating_add(1);
         if self.subs.len() > 1 && u128::from(self.deletes) * 10 > u128::from(self.items) {
-            self.compact_with(false);
+            self.compact_with(false, COMPACT_BUDGET);
         }
         true
     }
 
     /// `CF.COMPACT`: moves fingerprints from newer sub-filters into older ones and drops the
-    /// newest while it empties; the delete count restarts at 0.
+    /// newest while it empties; the delete count restarts at 0. It stops after
+    /// `COMPACT_BUDGET` bucket probes: a filter that needs more compacts over several calls.
     pub fn compact(&mut self) {
-        self.compact_with(true);
+        self.compact_with(true, COMPACT_BUDGET);
     }
 
     /// For each sub-filter from the newest down to the second, each fingerprint (bucket by
@@ -672,31 +701,51 @@ impl CuckooFilter {
     /// older sub-filter's bucket count divides this one's, so they are the item's own. An
     /// emptied newest sub-filter is dropped. `past_full` continues past a sub-filter that
     /// could not be emptied (`CF.COMPACT`); the automatic compaction stops there.
-    fn compact_with(&mut self, past_full: bool) {
+    ///
+    /// Sub-filters without an empty slot are skipped (a put there fails anyway), and so are
+    /// the rest of a sub-filter's buckets once it is empty: the results are RedisBloom's. It
+    /// stops where it is after `budget` probes (one per bucket read or searched); the
+    /// fingerprints moved so far stay moved and the sub-filter it was on stays.
+    pub(crate) fn compact_with(&mut self, past_full: bool, budget: u64) -> u64 {
         let bs = self.bs();
-        for i in (1..self.subs.len()).rev() {
+        let mut spent = 0u64;
+        'subs: for i in (1..self.subs.len()).rev() {
             let (older, rest) = self.subs.split_at_mut(i);
             let sub = &mut rest[0];
-            let mut left = false;
             for b in 0..sub.buckets {
+                if sub.occupied == 0 || older.iter().all(SubFilter::is_full) {
+                    break;
+                }
+                if spent >= budget {
+                    break 'subs;
+                }
+                spent += 1;
                 for slot in 0..bs {
                     let fp = sub.bucket(b, bs)[slot];
                     if fp == 0 {
                         continue;
                     }
                     let alt = b ^ alt_offset(fp);
-                    let moved = older.iter_mut().any(|o| {
+                    let mut moved = false;
+                    for o in older.iter_mut().filter(|o| !o.is_full()) {
                         let m = o.mask();
-                        o.put(b & m, bs, fp) || o.put(alt & m, bs, fp)
-                    });
+                        spent += 1;
+                        if o.put(b & m, bs, fp) {
+                            moved = true;
+                            break;
+                        }
+                        spent += 1;
+                        if o.put(alt & m, bs, fp) {
+                            moved = true;
+                            break;
+                        }
+                    }
                     if moved {
                         sub.clear(b, bs, slot);
-                    } else {
-                        left = true;
                     }
                 }
             }
-            if !left {
+            if sub.occupied == 0 {
                 if i == self.subs.len() - 1 {
                     self.subs.pop();
                 }
@@ -705,11 +754,8 @@ impl CuckooFilter {
             }
         }
         self.deletes = 0;
+        spent
     }
-}
-
-fn count_occupied(slots: &[u8]) -> u64 {
-    slots.iter().filter(|&&s| s != 0).count() as u64
 }
 
 /// Hashes a chunk of at most `BATCH` items into `out` (on the stack); returns the prefix.
