@@ -10,7 +10,6 @@ use layerbloom_filter::cuckoo::codec::{self, Header, RdbField, HEADER_BYTES, MAX
 use layerbloom_filter::cuckoo::{CuckooError, CuckooFilter, Limits};
 use layerbloom_filter::format::{CodecError, RdbSource, Strictness};
 
-
 pub mod model;
 
 /// Memory bound for the growth of filters built from fuzz input.
