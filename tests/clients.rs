@@ -18,6 +18,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 use common::{redisbloom_path, Exec, Server};
 use redis::bloom::BloomFilterInfoTypeResponse;
@@ -43,8 +44,14 @@ fn python3_exists() -> bool {
 }
 
 /// The virtualenv with the pinned client, created (and the client installed) on first use or
-/// when the requirements change.
+/// when the requirements change. Once per test binary: the BF and CF tests run in parallel,
+/// and two installs into one directory break each other on a fresh checkout.
 fn client_venv() -> PathBuf {
+    static VENV: OnceLock<PathBuf> = OnceLock::new();
+    VENV.get_or_init(install_client_venv).clone()
+}
+
+fn install_client_venv() -> PathBuf {
     let venv = repo().join("target/clients-venv");
     let requirements = repo().join("tests/clients/requirements.txt");
     let wanted = std::fs::read_to_string(&requirements).expect("tests/clients/requirements.txt");
@@ -311,8 +318,14 @@ fn node_exists() -> bool {
 }
 
 /// The directory with node-redis installed (`npm ci` from the pinned lock file, into target/,
-/// not the source tree), installed on first use or when the lock file changes.
+/// not the source tree), installed on first use or when the lock file changes; once per test
+/// binary, as `client_venv`.
 fn node_client() -> PathBuf {
+    static NODE: OnceLock<PathBuf> = OnceLock::new();
+    NODE.get_or_init(install_node_client).clone()
+}
+
+fn install_node_client() -> PathBuf {
     let dir = repo().join("target/clients-node");
     let source = repo().join("tests/clients/node");
     let lock = std::fs::read_to_string(source.join("package-lock.json"))
