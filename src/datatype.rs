@@ -18,33 +18,39 @@ use crate::raw_api::{Digest, Io, LoadedBuffer};
 /// which it reads too (as classic filters).
 pub const ENCODING_VERSION: i32 = 100;
 
+/// The type methods of a module type of this module, built from the callbacks of the module
+/// the macro is used in, which every type names alike: `rdb_load`, `rdb_save`, `aof_rewrite`,
+/// `mem_usage`, `digest`, `free`, `free_effort` and `copy`.
+macro_rules! type_methods {
+    () => {
+        ::redis_module::raw::RedisModuleTypeMethods {
+            version: ::redis_module::raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
+            rdb_load: Some(rdb_load),
+            rdb_save: Some(rdb_save),
+            aof_rewrite: Some(aof_rewrite),
+            mem_usage: Some(mem_usage),
+            digest: Some(digest),
+            free: Some(free),
+            aux_load: None,
+            aux_save: None,
+            aux_save_triggers: 0,
+            free_effort: Some(free_effort),
+            unlink: None,
+            copy: Some(copy),
+            defrag: None,
+            mem_usage2: None,
+            free_effort2: None,
+            unlink2: None,
+            copy2: None,
+            aux_save2: None,
+        }
+    };
+}
+pub(crate) use type_methods;
+
 /// The data type, registered under RedisBloom's name so RDB files and DUMP payloads name it
 /// the same way.
-pub static BLOOM_TYPE: RedisType = RedisType::new(
-    "MBbloom--",
-    ENCODING_VERSION,
-    raw::RedisModuleTypeMethods {
-        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
-        rdb_load: Some(rdb_load),
-        rdb_save: Some(rdb_save),
-        aof_rewrite: Some(aof_rewrite),
-        mem_usage: Some(mem_usage),
-        digest: Some(digest),
-        free: Some(free),
-        aux_load: None,
-        aux_save: None,
-        aux_save_triggers: 0,
-        free_effort: Some(free_effort),
-        unlink: None,
-        copy: Some(copy),
-        defrag: None,
-        mem_usage2: None,
-        free_effort2: None,
-        unlink2: None,
-        copy2: None,
-        aux_save2: None,
-    },
-);
+pub static BLOOM_TYPE: RedisType = RedisType::new("MBbloom--", ENCODING_VERSION, type_methods!());
 
 /// Bytes a background thread frees per unit of `free_effort`. Redis frees a value in the
 /// background when its effort exceeds 64, so filters above about 4 MiB are freed lazily.

@@ -9,34 +9,10 @@ use layerbloom_filter::cuckoo::codec::{self, Header, RdbField};
 use layerbloom_filter::cuckoo::CuckooFilter;
 use redis_module::{native_types::RedisType, raw};
 
-use crate::datatype::{guarded, restore_limits, FREE_EFFORT_BYTES};
+use crate::datatype::{guarded, restore_limits, type_methods, FREE_EFFORT_BYTES};
 use crate::raw_api::{Digest, Io};
 
-pub static CUCKOO_TYPE: RedisType = RedisType::new(
-    "MBbloomCF",
-    codec::ENCVER,
-    raw::RedisModuleTypeMethods {
-        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
-        rdb_load: Some(rdb_load),
-        rdb_save: Some(rdb_save),
-        aof_rewrite: Some(aof_rewrite),
-        mem_usage: Some(mem_usage),
-        digest: Some(digest),
-        free: Some(free),
-        aux_load: None,
-        aux_save: None,
-        aux_save_triggers: 0,
-        free_effort: Some(free_effort),
-        unlink: None,
-        copy: Some(copy),
-        defrag: None,
-        mem_usage2: None,
-        free_effort2: None,
-        unlink2: None,
-        copy2: None,
-        aux_save2: None,
-    },
-);
+pub static CUCKOO_TYPE: RedisType = RedisType::new("MBbloomCF", codec::ENCVER, type_methods!());
 
 /// # Safety
 /// `value` must be a live `Box<CuckooFilter>` this module stored or returned.
