@@ -12,6 +12,7 @@ mod datatype;
 mod datatype_cf;
 mod dispatch;
 mod error;
+mod keys;
 mod log;
 mod log_limit;
 mod memory;

@@ -21,6 +21,7 @@ use crate::config;
 use crate::datatype::BLOOM_TYPE;
 use crate::dispatch::CommandResult;
 use crate::error::BfError;
+use crate::keys;
 use crate::memory::Limits;
 use crate::number;
 use crate::propagate::{self, Before, Change};
@@ -33,14 +34,12 @@ fn slices(args: &[RedisString]) -> Vec<&[u8]> {
 
 /// The filter under a key opened for reading; `None` when the key is missing.
 fn read_filter(key: &RedisKey) -> Result<Option<&ScalableFilter>, BfError> {
-    key.get_value::<ScalableFilter>(&BLOOM_TYPE)
-        .map_err(|_| BfError::WrongType)
+    keys::read(key, &BLOOM_TYPE)
 }
 
 /// The filter under a key opened for writing; `None` when the key is missing.
 fn write_filter(key: &RedisKeyWritable) -> Result<Option<&mut ScalableFilter>, BfError> {
-    key.get_value::<ScalableFilter>(&BLOOM_TYPE)
-        .map_err(|_| BfError::WrongType)
+    keys::write(key, &BLOOM_TYPE)
 }
 
 /// Stores a new filter under an empty key and returns it.
@@ -48,9 +47,7 @@ fn store_filter(
     key: &RedisKeyWritable,
     filter: ScalableFilter,
 ) -> Result<&mut ScalableFilter, BfError> {
-    key.set_value(&BLOOM_TYPE, filter)
-        .map_err(|_| BfError::Internal)?;
-    let stored = write_filter(key)?.ok_or(BfError::Internal)?;
+    let stored = keys::store(key, &BLOOM_TYPE, filter)?;
     stats::entered(stored);
     Ok(stored)
 }

@@ -22,27 +22,24 @@ use crate::config;
 use crate::datatype_cf::CUCKOO_TYPE;
 use crate::dispatch::CommandResult;
 use crate::error::BfError;
+use crate::keys;
 use crate::memory::{self, Limits};
 use crate::propagate::{self, CfChange};
 use crate::reply::Reply;
 
 fn read_filter(key: &RedisKey) -> Result<Option<&CuckooFilter>, BfError> {
-    key.get_value::<CuckooFilter>(&CUCKOO_TYPE)
-        .map_err(|_| BfError::WrongType)
+    keys::read(key, &CUCKOO_TYPE)
 }
 
 fn write_filter(key: &RedisKeyWritable) -> Result<Option<&mut CuckooFilter>, BfError> {
-    key.get_value::<CuckooFilter>(&CUCKOO_TYPE)
-        .map_err(|_| BfError::WrongType)
+    keys::write(key, &CUCKOO_TYPE)
 }
 
 fn store_filter(
     key: &RedisKeyWritable,
     filter: CuckooFilter,
 ) -> Result<&mut CuckooFilter, BfError> {
-    key.set_value(&CUCKOO_TYPE, filter)
-        .map_err(|_| BfError::Internal)?;
-    let stored = write_filter(key)?.ok_or(BfError::Internal)?;
+    let stored = keys::store(key, &CUCKOO_TYPE, filter)?;
     stats::entered(stored);
     Ok(stored)
 }
