@@ -2,7 +2,7 @@
 MODULE := target/release/liblayerbloom.so
 CARGO  ?= cargo
 
-.PHONY: all build run test unit-test integration-test servers lint fmt clean bench bench-core bench-criterion bench-instructions bench-hostile bench-peer bench-peer-cf
+.PHONY: all build test-clock-module run test unit-test integration-test servers lint fmt clean bench bench-core bench-criterion bench-instructions bench-hostile bench-peer bench-peer-cf
 
 all: build
 
@@ -19,6 +19,20 @@ build:
 	@scripts/deps.sh build
 	$(CARGO) build --release -p layerbloom
 
+## test-clock-module: the module with the test clock (cargo feature test-clock: a setting that
+## moves its clock forward), which tests/window.rs loads: target/test-clock/liblayerbloom.so.
+## Built in the same target directory as the release module (no second copy of the
+## dependencies), copied aside, then the release module is built again: two compiles of the
+## module crate, about 15 s each on 2 cores. Afterwards target/release/liblayerbloom.so is
+## always the release build.
+TEST_CLOCK_MODULE := target/test-clock/liblayerbloom.so
+test-clock-module:
+	@scripts/deps.sh build
+	$(CARGO) build --release -p layerbloom --features test-clock
+	mkdir -p $(dir $(TEST_CLOCK_MODULE))
+	cp target/release/liblayerbloom.so $(TEST_CLOCK_MODULE)
+	$(CARGO) build --release -p layerbloom
+
 ## run: build, then start redis-server with the module, configured by redis.conf.example
 run: build
 	@scripts/deps.sh run
@@ -26,7 +40,7 @@ run: build
 
 ## test: every unit test, then every integration test on each server of SERVERS (the
 ## integration tests spawn their own servers)
-test: build servers
+test: test-clock-module build servers
 	$(CARGO) test --release --workspace --exclude layerbloom
 	$(CARGO) test --release -p layerbloom --lib
 	$(foreach s,$(SERVERS),$(call integration_on,$(s)))
@@ -40,7 +54,7 @@ endef
 unit-test:
 	$(CARGO) test --release --workspace --lib
 
-integration-test: build servers
+integration-test: test-clock-module build servers
 	$(CARGO) test --release -p layerbloom --test '*'
 
 ## servers: the system packages the tests need, and the server matrix from PyPI

@@ -357,6 +357,7 @@ pub fn register(ctx: &Context) -> Result<(), String> {
     if !accepted.map_err(no_api)? {
         return Err("could not register bf-layout".into());
     }
+    crate::clock::register(ctx, extra)?;
     if !raw_api::load_configs(ctx).map_err(no_api)? {
         return Err("the bf settings in the server configuration are invalid".into());
     }

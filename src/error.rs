@@ -36,6 +36,26 @@ pub enum BfError {
     /// `NONSCALNG` would silently create a scaling filter).
     #[error("ERR Unknown argument received")]
     ReserveUnknownArgument,
+    #[error("ERR no window")]
+    NoWindow,
+    #[error("ERR bad window")]
+    BadWindow,
+    #[error("ERR window must be in the range [1, 1000000000000] milliseconds")]
+    WindowRange,
+    #[error("ERR no slices")]
+    NoSlices,
+    #[error("ERR bad slices")]
+    BadSlices,
+    #[error("ERR slices must be in the range [1, 64]")]
+    SlicesRange,
+    #[error("ERR SLICES needs WINDOW")]
+    SlicesWithoutWindow,
+    #[error("ERR window must be at least one millisecond per slice")]
+    WindowShorterThanSlices,
+    #[error("Bad window")]
+    InsertBadWindow,
+    #[error("Bad slices")]
+    InsertBadSlices,
     #[error("Bad error rate")]
     InsertBadErrorRate,
     #[error("Bad capacity")]
@@ -208,6 +228,22 @@ mod tests {
                 BfError::ReserveUnknownArgument,
                 "ERR Unknown argument received",
             ),
+            (BfError::NoWindow, "ERR no window"),
+            (BfError::BadWindow, "ERR bad window"),
+            (
+                BfError::WindowRange,
+                "ERR window must be in the range [1, 1000000000000] milliseconds",
+            ),
+            (BfError::NoSlices, "ERR no slices"),
+            (BfError::BadSlices, "ERR bad slices"),
+            (BfError::SlicesRange, "ERR slices must be in the range [1, 64]"),
+            (BfError::SlicesWithoutWindow, "ERR SLICES needs WINDOW"),
+            (
+                BfError::WindowShorterThanSlices,
+                "ERR window must be at least one millisecond per slice",
+            ),
+            (BfError::InsertBadWindow, "Bad window"),
+            (BfError::InsertBadSlices, "Bad slices"),
             (BfError::InsertBadErrorRate, "Bad error rate"),
             (BfError::InsertBadCapacity, "Bad capacity"),
             (BfError::InsertBadExpansion, "Bad expansion"),

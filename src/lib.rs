@@ -5,6 +5,7 @@
 mod alloc;
 mod bf;
 mod cf;
+mod clock;
 mod command_docs;
 mod command_spec;
 mod config;
@@ -91,6 +92,13 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
             .join(", ")
         ),
     );
+    if clock::TEST_CLOCK {
+        log::warning(
+            Some(ctx),
+            "layerbloom: this is a test build: its clock takes the offset \
+             bf-test-clock-offset-ms; never run it in production",
+        );
+    }
     // Replaces the crate's own INFO callback: `INFO bf` shows sections bf_stats and bf_settings.
     raw_api::register_info_func(ctx, Some(stats::info_callback));
     // Docs and ACL categories help clients and operators; a server that refuses them still

@@ -14,6 +14,53 @@ pub const MAX_EXPANSION: u32 = layerbloom_filter::bloom::codec::MAX_EXPANSION;
 /// Error rates above this are lowered to it when a filter is created (RedisBloom's behaviour).
 pub const MAX_ERROR_RATE: f64 = 0.25;
 
+/// Longest window, in milliseconds (about 31 years): far past any use, far from overflowing
+/// the clock arithmetic.
+pub const MAX_WINDOW_MS: u64 = 1_000_000_000_000;
+/// Most slices a window may be cut into: each live slice is looked up on every probe.
+pub const MAX_SLICES: u32 = 64;
+/// Slices of a window created without SLICES.
+pub const DEFAULT_SLICES: u32 = 4;
+
+/// The time window of a windowed filter (`WINDOW ms [SLICES n]`), checked: `window_ms` in
+/// `1..=MAX_WINDOW_MS`, `slices` in `1..=MAX_SLICES`, at least one millisecond per slice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub window_ms: u64,
+    pub slices: u32,
+}
+
+/// WINDOW and SLICES as given (the last of each counts), checked once every option is read.
+/// `bad_window` / `bad_slices`: the command's error for a value that is not a number or out
+/// of range.
+fn window_of(
+    window: Option<i64>,
+    slices: Option<i64>,
+    (bad_window, bad_slices): (BfError, BfError),
+) -> Result<Option<Window>, BfError> {
+    let Some(window) = window else {
+        return match slices {
+            Some(_) => Err(BfError::SlicesWithoutWindow),
+            None => Ok(None),
+        };
+    };
+    let window_ms = u64::try_from(window)
+        .ok()
+        .filter(|w| (1..=MAX_WINDOW_MS).contains(w))
+        .ok_or(bad_window)?;
+    let slices = match slices {
+        None => DEFAULT_SLICES,
+        Some(n) => u32::try_from(n)
+            .ok()
+            .filter(|n| (1..=MAX_SLICES).contains(n))
+            .ok_or(bad_slices)?,
+    };
+    if window_ms < u64::from(slices) {
+        return Err(BfError::WindowShorterThanSlices);
+    }
+    Ok(Some(Window { window_ms, slices }))
+}
+
 /// Whether an argument is the option word `word` (ASCII case-insensitive).
 pub fn is_word(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())
@@ -25,10 +72,14 @@ fn error_rate(value: f64) -> Option<f64> {
     (value > 0.0 && value < 1.0).then_some(value)
 }
 
-/// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`; `args` are the arguments
-/// after the key. `default_expansion` applies when EXPANSION is not given (0: non-scaling).
-/// The layout is left at its default for the caller to set.
-pub fn parse_reserve(args: &[&[u8]], default_expansion: u32) -> Result<FilterSpec, BfError> {
+/// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [WINDOW ms [SLICES n]]`;
+/// `args` are the arguments after the key. `default_expansion` applies when EXPANSION is not
+/// given (0: non-scaling). The layout is left at its default for the caller to set. The
+/// window, when given, makes the filter a windowed one (capacity: items per window).
+pub fn parse_reserve(
+    args: &[&[u8]],
+    default_expansion: u32,
+) -> Result<(FilterSpec, Option<Window>), BfError> {
     let (rate, rest) = args.split_first().ok_or(BfError::WrongArity)?;
     let (capacity, options) = rest.split_first().ok_or(BfError::WrongArity)?;
     let error = parse_f64(rate).ok_or(BfError::BadErrorRate)?;
@@ -40,6 +91,8 @@ pub fn parse_reserve(args: &[&[u8]], default_expansion: u32) -> Result<FilterSpe
 
     let mut nonscaling_word = false;
     let mut expansion: Option<&[u8]> = None;
+    let mut window: Option<&[u8]> = None;
+    let mut slices: Option<&[u8]> = None;
     let mut unknown = false;
     let mut i = 0;
     while i < options.len() {
@@ -49,6 +102,12 @@ pub fn parse_reserve(args: &[&[u8]], default_expansion: u32) -> Result<FilterSpe
         } else if is_word(word, "EXPANSION") {
             let value = options.get(i + 1).ok_or(BfError::NoExpansion)?;
             expansion.get_or_insert(value);
+            i += 1;
+        } else if is_word(word, "WINDOW") {
+            window = Some(options.get(i + 1).ok_or(BfError::NoWindow)?);
+            i += 1;
+        } else if is_word(word, "SLICES") {
+            slices = Some(options.get(i + 1).ok_or(BfError::NoSlices)?);
             i += 1;
         } else {
             unknown = true;
@@ -68,16 +127,25 @@ pub fn parse_reserve(args: &[&[u8]], default_expansion: u32) -> Result<FilterSpe
             (n as u32, n == 0 || nonscaling_word)
         }
     };
+    let number = |value: Option<&[u8]>, bad: BfError| {
+        value.map(|v| parse_i64(v).ok_or(bad)).transpose()
+    };
+    let window = window_of(
+        number(window, BfError::BadWindow)?,
+        number(slices, BfError::BadSlices)?,
+        (BfError::WindowRange, BfError::SlicesRange),
+    )?;
     if unknown {
         return Err(BfError::ReserveUnknownArgument);
     }
-    Ok(FilterSpec {
+    let spec = FilterSpec {
         capacity: capacity as u64,
         error,
         expansion,
         nonscaling,
         layout: Layout::Blocked,
-    })
+    };
+    Ok((spec, window))
 }
 
 /// The parsed options of `BF.INSERT`.
@@ -89,10 +157,14 @@ pub struct InsertArgs<'a> {
     pub nocreate: bool,
     /// The items, at least one.
     pub items: &'a [&'a [u8]],
+    /// WINDOW / SLICES: a filter created by the command is a windowed one.
+    pub window: Option<Window>,
 }
 
-/// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS item...`;
-/// `args` are the arguments after the key, `defaults` the module's settings.
+/// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING]
+/// [WINDOW ms [SLICES n]] ITEMS item...`; `args` are the arguments after the key, `defaults`
+/// the module's settings. Like the other creation options, WINDOW and SLICES only matter when
+/// the command creates the filter.
 pub fn parse_insert<'a>(
     args: &'a [&'a [u8]],
     defaults: FilterSpec,
@@ -105,6 +177,8 @@ pub fn parse_insert<'a>(
     let mut expansion = None;
     let mut nonscaling = false;
     let mut nocreate = false;
+    let mut window = None;
+    let mut slices = None;
     let mut i = 0;
     let items = loop {
         let word = *args.get(i).ok_or(BfError::WrongArity)?;
@@ -123,6 +197,12 @@ pub fn parse_insert<'a>(
             i += 2;
         } else if is_word(word, "EXPANSION") {
             expansion = Some(parse_i64(value()?).ok_or(BfError::InsertBadExpansion)?);
+            i += 2;
+        } else if is_word(word, "WINDOW") {
+            window = Some(parse_i64(value()?).ok_or(BfError::InsertBadWindow)?);
+            i += 2;
+        } else if is_word(word, "SLICES") {
+            slices = Some(parse_i64(value()?).ok_or(BfError::InsertBadSlices)?);
             i += 2;
         } else if is_word(word, "NOCREATE") {
             nocreate = true;
@@ -152,10 +232,16 @@ pub fn parse_insert<'a>(
         spec.nonscaling = n == 0;
     }
     spec.nonscaling |= nonscaling;
+    let window = window_of(
+        window,
+        slices,
+        (BfError::InsertBadWindow, BfError::InsertBadSlices),
+    )?;
     Ok(InsertArgs {
         spec,
         nocreate,
         items,
+        window,
     })
 }
 
@@ -300,8 +386,16 @@ mod tests {
     };
 
     fn reserve(args: &[&str]) -> Result<FilterSpec, BfError> {
+        reserve_windowed(args).map(|(spec, _)| spec)
+    }
+
+    fn reserve_windowed(args: &[&str]) -> Result<(FilterSpec, Option<Window>), BfError> {
         let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
         parse_reserve(&bytes, 2)
+    }
+
+    fn window(window_ms: u64, slices: u32) -> Option<Window> {
+        Some(Window { window_ms, slices })
     }
 
     fn insert(args: &[&str]) -> Result<(FilterSpec, bool, usize), BfError> {
@@ -351,7 +445,7 @@ mod tests {
     fn reserve_follows_a_nonscaling_module_default_unless_told_otherwise() {
         let parse = |args: &[&str]| {
             let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-            parse_reserve(&bytes, 0)
+            parse_reserve(&bytes, 0).map(|(spec, _)| spec)
         };
         assert_eq!(parse(&["0.01", "100"]), Ok(spec(100, 0.01, 0)));
         assert_eq!(
@@ -405,6 +499,123 @@ mod tests {
         assert_eq!(
             reserve(&["0.01", "10", "NONSCALNG"]),
             Err(BfError::ReserveUnknownArgument)
+        );
+    }
+
+    #[test]
+    fn reserve_takes_a_window_and_its_slices() {
+        assert_eq!(
+            reserve_windowed(&["0.01", "100"]),
+            Ok((spec(100, 0.01, 2), None))
+        );
+        assert_eq!(
+            reserve_windowed(&["0.01", "100", "window", "60000"]),
+            Ok((spec(100, 0.01, 2), window(60000, DEFAULT_SLICES)))
+        );
+        assert_eq!(
+            reserve_windowed(&["0.01", "100", "SLICES", "6", "NONSCALING", "WINDOW", "600"]),
+            Ok((fixed(100, 0.01, 2), window(600, 6)))
+        );
+        assert_eq!(
+            reserve_windowed(&["0.01", "100", "WINDOW", "3", "SLICES", "3"]),
+            Ok((spec(100, 0.01, 2), window(3, 3))),
+            "one millisecond per slice"
+        );
+        assert_eq!(
+            reserve_windowed(&["0.01", "100", "WINDOW", "1000000000000", "SLICES", "64"]),
+            Ok((spec(100, 0.01, 2), window(MAX_WINDOW_MS, MAX_SLICES)))
+        );
+    }
+
+    #[test]
+    fn reserve_refuses_bad_windows_with_clear_errors() {
+        let refused = |args: &[&str]| reserve_windowed(args).unwrap_err();
+        assert_eq!(refused(&["0.01", "100", "WINDOW"]), BfError::NoWindow);
+        assert_eq!(
+            refused(&["0.01", "100", "WINDOW", "1000", "SLICES"]),
+            BfError::NoSlices
+        );
+        for bad in ["x", "1.5", "", " 10"] {
+            assert_eq!(
+                refused(&["0.01", "100", "WINDOW", bad]),
+                BfError::BadWindow,
+                "{bad:?}"
+            );
+            assert_eq!(
+                refused(&["0.01", "100", "WINDOW", "10", "SLICES", bad]),
+                BfError::BadSlices,
+                "{bad:?}"
+            );
+        }
+        for out in ["0", "-1", "1000000000001"] {
+            assert_eq!(
+                refused(&["0.01", "100", "WINDOW", out]),
+                BfError::WindowRange,
+                "{out}"
+            );
+        }
+        for out in ["0", "-1", "65"] {
+            assert_eq!(
+                refused(&["0.01", "100", "WINDOW", "1000", "SLICES", out]),
+                BfError::SlicesRange,
+                "{out}"
+            );
+        }
+        assert_eq!(
+            refused(&["0.01", "100", "SLICES", "4"]),
+            BfError::SlicesWithoutWindow
+        );
+        assert_eq!(
+            refused(&["0.01", "100", "WINDOW", "3", "SLICES", "4"]),
+            BfError::WindowShorterThanSlices
+        );
+        // A number that is not one is refused before a word that is not known.
+        assert_eq!(
+            refused(&["0.01", "100", "FOO", "WINDOW", "x"]),
+            BfError::BadWindow
+        );
+        assert_eq!(
+            refused(&["0.01", "100", "FOO", "WINDOW", "10"]),
+            BfError::ReserveUnknownArgument
+        );
+    }
+
+    #[test]
+    fn insert_takes_a_window_for_the_filter_it_creates() {
+        let parse = |args: &[&str]| {
+            let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+            parse_insert(&bytes, DEFAULTS).map(|a| (a.window, a.items.len()))
+        };
+        assert_eq!(parse(&["ITEMS", "a"]), Ok((None, 1)));
+        assert_eq!(
+            parse(&["WINDOW", "500", "ITEMS", "a", "WINDOW"]),
+            Ok((window(500, DEFAULT_SLICES), 2))
+        );
+        assert_eq!(
+            parse(&["SLICES", "2", "WINDOW", "500", "NOCREATE", "ITEMS", "a"]),
+            Ok((window(500, 2), 1))
+        );
+        assert_eq!(parse(&["WINDOW", "ITEMS", "a"]), Err(BfError::InsertBadWindow));
+        assert_eq!(parse(&["WINDOW"]), Err(BfError::WrongArity));
+        assert_eq!(
+            parse(&["WINDOW", "0", "ITEMS", "a"]),
+            Err(BfError::InsertBadWindow)
+        );
+        assert_eq!(
+            parse(&["WINDOW", "10", "SLICES", "x", "ITEMS", "a"]),
+            Err(BfError::InsertBadSlices)
+        );
+        assert_eq!(
+            parse(&["WINDOW", "10", "SLICES", "0", "ITEMS", "a"]),
+            Err(BfError::InsertBadSlices)
+        );
+        assert_eq!(
+            parse(&["SLICES", "2", "ITEMS", "a"]),
+            Err(BfError::SlicesWithoutWindow)
+        );
+        assert_eq!(
+            parse(&["WINDOW", "1", "SLICES", "2", "ITEMS", "a"]),
+            Err(BfError::WindowShorterThanSlices)
         );
     }
 

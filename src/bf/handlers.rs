@@ -94,7 +94,7 @@ fn cap_error_rate(ctx: &Context, key: &RedisString, mut spec: FilterSpec) -> Fil
 
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`
 pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
-    let spec = args::parse_reserve(&slices(&args[2..]), config::default_expansion())?;
+    let (spec, _window) = args::parse_reserve(&slices(&args[2..]), config::default_expansion())?;
     let key = ctx.open_key_writable(&args[1]);
     if key.key_type() != KeyType::Empty {
         write_filter(&key)?;

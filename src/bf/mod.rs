@@ -7,6 +7,7 @@ use crate::dispatch::command_table;
 pub mod args;
 pub mod handlers;
 mod table;
+pub mod window;
 
 pub use table::COMMANDS;
 

@@ -17,9 +17,9 @@ super::command_table! {
     crate::bf::handlers::reserve => CommandSpec {
         name: "bf.reserve",
         flags: "write deny-oom",
-        arity: Arity::Between(4, 7),
+        arity: Arity::Between(4, 11),
         key: KeyAccess::Insert,
-        summary: "Creates an empty Bloom filter with the given error rate and capacity",
+        summary: "Creates an empty Bloom filter with the given error rate and capacity (with WINDOW, one that forgets items older than the window)",
         complexity: "O(1)",
         since: Some("1.0.0"),
         args: &[
@@ -28,6 +28,8 @@ super::command_table! {
             arg("capacity", ArgKind::Integer),
             option("expansion", "EXPANSION", ArgKind::Integer),
             word("nonscaling", "NONSCALING"),
+            option("window", "WINDOW", ArgKind::Integer),
+            option("slices", "SLICES", ArgKind::Integer),
         ],
     },
     crate::bf::handlers::add => CommandSpec {
@@ -65,6 +67,8 @@ super::command_table! {
             option("expansion", "EXPANSION", ArgKind::Integer),
             word("nocreate", "NOCREATE"),
             word("nonscaling", "NONSCALING"),
+            option("window", "WINDOW", ArgKind::Integer),
+            option("slices", "SLICES", ArgKind::Integer),
             Arg {
                 token: Some("ITEMS"),
                 ..ITEMS
@@ -163,5 +167,21 @@ super::command_table! {
         complexity: "O(k), where k is the number of layers",
         since: None,
         args: &[KEY],
+    },
+    crate::bf::window::advance => CommandSpec {
+        name: "bf.windowadvance",
+        flags: "write fast",
+        arity: Arity::Between(2, 3),
+        key: KeyAccess::Update,
+        summary: "Expires a windowed Bloom filter's slices older than the window, up to the current slice (or a given slice no later than it); the command a primary propagates for each expiry",
+        complexity: "O(s), where s is the number of slices expired",
+        since: None,
+        args: &[
+            KEY,
+            Arg {
+                optional: true,
+                ..arg("slice", ArgKind::Integer)
+            },
+        ],
     },
 }

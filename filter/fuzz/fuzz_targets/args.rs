@@ -32,6 +32,12 @@ fn check_spec(spec: &FilterSpec) {
     );
 }
 
+fn check_window(w: args::Window) {
+    assert!((1..=args::MAX_WINDOW_MS).contains(&w.window_ms));
+    assert!((1..=args::MAX_SLICES).contains(&w.slices));
+    assert!(w.window_ms >= u64::from(w.slices), "a slice of no milliseconds");
+}
+
 fuzz_target!(|data: &[u8]| {
     let Some((&first, rest)) = data.split_first() else {
         return;
@@ -54,8 +60,11 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 
-    if let Ok(spec) = args::parse_reserve(&words, default_expansion) {
+    if let Ok((spec, window)) = args::parse_reserve(&words, default_expansion) {
         check_spec(&spec);
+        if let Some(w) = window {
+            check_window(w);
+        }
         assert!(words.len() >= 2);
         assert_eq!(Some(spec.error), number::parse_f64(words[0]));
         assert_eq!(Some(spec.capacity as i64), number::parse_i64(words[1]));
@@ -64,6 +73,9 @@ fuzz_target!(|data: &[u8]| {
     let defaults = FilterSpec::new(100, 0.01, 2);
     if let Ok(parsed) = args::parse_insert(&words, defaults) {
         check_spec(&parsed.spec);
+        if let Some(w) = parsed.window {
+            check_window(w);
+        }
         assert!(!parsed.items.is_empty());
         // The items are the words after the first ITEMS.
         let at = words.len() - parsed.items.len();
