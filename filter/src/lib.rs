@@ -11,6 +11,7 @@ mod fallible;
 pub mod footprint;
 pub mod format;
 pub mod hash;
+pub mod window;
 mod zeroed;
 
 pub use bloom::blocked::{BlockedLayer, LayerMeta};
@@ -21,3 +22,4 @@ pub use bloom::layer::{Allocation, Layer, LayerSummary};
 pub use bloom::sizing::{Geometry, SizingError};
 pub use error::FilterError;
 pub use hash::ItemHash;
+pub use window::{WindowSpec, WindowedFilter};

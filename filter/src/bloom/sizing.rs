@@ -100,6 +100,12 @@ pub enum SizingError {
     BadCapacity,
     #[error("the layer would have more blocks than can be addressed")]
     TooLarge,
+    /// A windowed filter's slice count is outside `1..=window::MAX_SLICES`.
+    #[error("the number of slices must be between 1 and 64")]
+    BadSlices,
+    /// A windowed filter's window is shorter than one millisecond per slice.
+    #[error("the window must be at least one millisecond per slice")]
+    BadWindow,
 }
 
 /// The per-item shape of a blocked layer for one error rate, independent of capacity.

@@ -1,0 +1,1 @@
+//! The windowed filter's byte formats (to come).
