@@ -27,7 +27,9 @@ pub fn applies(flags: &ContextFlags) -> bool {
 pub fn now_ms() -> u64 {
     // SAFETY: a plain call of the module API, filled before OnLoad, on the main thread.
     let ms = unsafe { raw::RedisModule_Milliseconds.map_or(0, |f| f()) };
-    u64::try_from(ms).unwrap_or(0).saturating_add(test::offset())
+    u64::try_from(ms)
+        .unwrap_or(0)
+        .saturating_add(test::offset())
 }
 
 /// Registers the test clock's setting where the build has it (before the settings load).

@@ -52,6 +52,14 @@ pub enum BfError {
     SlicesWithoutWindow,
     #[error("ERR window must be at least one millisecond per slice")]
     WindowShorterThanSlices,
+    #[error("ERR bad slice")]
+    BadSlice,
+    #[error("ERR the filter has no window")]
+    NotWindowed,
+    #[error("ERR the slice is later than the current one")]
+    SliceInFuture,
+    #[error("ERR without a clock (a replica, AOF replay) BF.WINDOWADVANCE needs a slice")]
+    NoSliceWithoutClock,
     #[error("Bad window")]
     InsertBadWindow,
     #[error("Bad slices")]
@@ -236,11 +244,24 @@ mod tests {
             ),
             (BfError::NoSlices, "ERR no slices"),
             (BfError::BadSlices, "ERR bad slices"),
-            (BfError::SlicesRange, "ERR slices must be in the range [1, 64]"),
+            (
+                BfError::SlicesRange,
+                "ERR slices must be in the range [1, 64]",
+            ),
             (BfError::SlicesWithoutWindow, "ERR SLICES needs WINDOW"),
             (
                 BfError::WindowShorterThanSlices,
                 "ERR window must be at least one millisecond per slice",
+            ),
+            (BfError::BadSlice, "ERR bad slice"),
+            (BfError::NotWindowed, "ERR the filter has no window"),
+            (
+                BfError::SliceInFuture,
+                "ERR the slice is later than the current one",
+            ),
+            (
+                BfError::NoSliceWithoutClock,
+                "ERR without a clock (a replica, AOF replay) BF.WINDOWADVANCE needs a slice",
             ),
             (BfError::InsertBadWindow, "Bad window"),
             (BfError::InsertBadSlices, "Bad slices"),

@@ -11,6 +11,7 @@ mod command_spec;
 mod config;
 mod datatype;
 mod datatype_cf;
+mod datatype_window;
 mod dispatch;
 mod error;
 mod keys;
@@ -27,6 +28,7 @@ use redis_module::{redis_module, Context, RedisString, Status};
 
 use crate::datatype::BLOOM_TYPE;
 use crate::datatype_cf::CUCKOO_TYPE;
+use crate::datatype_window::WINDOW_TYPE;
 
 /// The version `MODULE LIST` reports: the RedisBloom API level implemented (2.8), so tools
 /// that gate features on RedisBloom's version see the BF commands they expect.
@@ -142,6 +144,6 @@ redis_module! {
     name: "bf",
     version: MODULE_VERSION,
     allocator: (Allocator, ALLOCATOR),
-    data_types: [BLOOM_TYPE, CUCKOO_TYPE],
+    data_types: [BLOOM_TYPE, CUCKOO_TYPE, WINDOW_TYPE],
     init: init,
 }

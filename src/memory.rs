@@ -90,6 +90,26 @@ impl Limits {
         }
     }
 
+    /// No limit: for an add that cannot allocate (its errors are not about memory).
+    pub const NONE: Limits = Limits {
+        filter: u64::MAX,
+        memory: None,
+    };
+
+    /// The limits of an add that may allocate (a new slice or a slice's new layer) in a
+    /// windowed filter of `current_bytes` bytes: the whole filter is held to the limits.
+    pub fn for_window_add(flags: &ContextFlags, current_bytes: u64) -> Self {
+        let memory = if flags.contains(ContextFlags::MAXMEMORY) {
+            headroom(flags).map(|room| current_bytes.saturating_add(room))
+        } else {
+            None
+        };
+        Limits {
+            filter: crate::config::max_filter_bytes(flags),
+            memory,
+        }
+    }
+
     /// The byte limit to give the core: the tighter one.
     pub fn bytes(&self) -> u64 {
         self.memory.map_or(self.filter, |m| m.min(self.filter))

@@ -18,7 +18,10 @@
 //!   (`bf-capacity-warning`, 70% by default), once per layer; the server log gets a warning
 //!   naming the key (at most `log_limit::LINES_PER_SECOND` such lines a second server-wide,
 //!   the rest counted in `INFO bf`; the event is sent for every crossing);
-//! - `bf.full`: a non-scaling filter refused an item.
+//! - `bf.full`: a non-scaling filter refused an item;
+//! - `bf.expire`: a windowed filter dropped a slice that left its window (one event per
+//!   slice; on the primary at the write that found it due or at BF.WINDOWADVANCE, on a
+//!   replica and in AOF replay at the propagated BF.WINDOWADVANCE).
 //!
 //! "Once per layer" needs no stored state: a layer's items only grow, so the add that takes
 //! them from under the threshold to at or over it happens once in the layer's life. Nothing is
@@ -94,35 +97,19 @@ pub fn after_write(ctx: &Context, key: &RedisString, change: Change) {
             filter,
             before,
         } => {
-            if let Some(header) = created {
-                replicate_creation(ctx, key, header);
-                notify(ctx, c"bf.reserve", key);
-            }
-            let changed = |r: &Result<bool, FilterError>| matches!(r, Ok(true));
-            let all_changed = results.len() == items.len() && results.iter().all(changed);
-            if verbatim && all_changed && created.is_none() {
-                ctx.replicate_verbatim();
-                notify(ctx, c"bf.add", key);
-            } else if results.iter().any(changed) {
-                // The command's own strings, which Redis keeps a reference to: copying each
-                // item into a new string cost more than adding it.
-                let mut argv = raw_api::Argv::with_capacity(items.len() + 1);
-                argv.push(key);
-                if all_changed {
-                    argv.extend(items);
-                } else {
-                    for (item, _) in items.iter().zip(results).filter(|(_, r)| changed(r)) {
-                        argv.push(item);
-                    }
-                }
-                raw_api::replicate(ctx, c"BF.MADD", &argv);
-                notify(ctx, c"bf.add", key);
-            }
+            replicate_adds(
+                ctx,
+                key,
+                WindowAdd {
+                    created,
+                    items,
+                    results,
+                    verbatim,
+                },
+            );
             stats::changed(before.counts, filter);
             capacity_warnings(ctx, key, before.mark, filter);
-            if matches!(results.last(), Some(Err(FilterError::Full))) {
-                notify(ctx, c"bf.full", key);
-            }
+            notify_full(ctx, key, results);
         }
         Change::Loaded { created } => {
             ctx.replicate_verbatim();
@@ -134,9 +121,69 @@ pub fn after_write(ctx: &Context, key: &RedisString, change: Change) {
     }
 }
 
+/// An add to a windowed filter (the fields of `Change::Added` without the plain filter's).
+/// An advance the add needed was replicated before it (`bf::window`).
+pub struct WindowAdd<'a> {
+    pub created: Option<&'a [u8]>,
+    pub items: &'a [RedisString],
+    pub results: &'a [Result<bool, FilterError>],
+    pub verbatim: bool,
+}
+
+/// Replicates and notifies an add to a windowed filter: as a plain filter's add (creation as
+/// its `BF.LOADCHUNK` header, then the items that changed it), without capacity warnings.
+pub fn after_window_add(ctx: &Context, key: &RedisString, add: WindowAdd) {
+    let results = add.results;
+    replicate_adds(ctx, key, add);
+    notify_full(ctx, key, results);
+}
+
+/// The replication and the `bf.reserve` / `bf.add` events of an add, of either
+/// kind of filter.
+fn replicate_adds(ctx: &Context, key: &RedisString, add: WindowAdd) {
+    let WindowAdd {
+        created,
+        items,
+        results,
+        verbatim,
+    } = add;
+    if let Some(header) = created {
+        replicate_creation(ctx, key, header);
+        notify(ctx, c"bf.reserve", key);
+    }
+    let changed = |r: &Result<bool, FilterError>| matches!(r, Ok(true));
+    let all_changed = results.len() == items.len() && results.iter().all(changed);
+    if verbatim && all_changed && created.is_none() {
+        ctx.replicate_verbatim();
+        notify(ctx, c"bf.add", key);
+    } else if results.iter().any(changed) {
+        // The command's own strings, which Redis keeps a reference to: copying each
+        // item into a new string cost more than adding it.
+        let mut argv = raw_api::Argv::with_capacity(items.len() + 1);
+        argv.push(key);
+        if all_changed {
+            argv.extend(items);
+        } else {
+            for (item, _) in items.iter().zip(results).filter(|(_, r)| changed(r)) {
+                argv.push(item);
+            }
+        }
+        raw_api::replicate(ctx, c"BF.MADD", &argv);
+        notify(ctx, c"bf.add", key);
+    }
+}
+
+/// `bf.full` when an add ended on a non-scaling filter's refusal (after every other event of
+/// the add).
+fn notify_full(ctx: &Context, key: &RedisString, results: &[Result<bool, FilterError>]) {
+    if matches!(results.last(), Some(Err(FilterError::Full))) {
+        notify(ctx, c"bf.full", key);
+    }
+}
+
 /// Sends a keyspace event of class `g`. The crate's own call builds a C string for the
 /// event's name on every event; these names are static.
-fn notify(ctx: &Context, event: &CStr, key: &RedisString) {
+pub(crate) fn notify(ctx: &Context, event: &CStr, key: &RedisString) {
     raw_api::notify_keyspace_event(ctx, raw::REDISMODULE_NOTIFY_GENERIC as c_int, event, key);
 }
 

@@ -197,7 +197,10 @@ pub fn info_fields() -> Vec<(&'static str, Vec<(&'static str, String)>)> {
                 ("refused_full", full.to_string()),
                 ("refused_grow_over_limit", grow.to_string()),
                 ("refused_create_over_limit", n(&REFUSED_CREATE)),
-            ],
+            ]
+            .into_iter()
+            .chain(crate::bf::window::info_fields())
+            .collect(),
         ),
         (
             "settings",

@@ -1358,11 +1358,19 @@ fn arg_names(spec: &table::CommandSpec) -> Vec<&'static str> {
 /// names them, whether it writes and whether it is fast. The tests below check the server
 /// against the table; this pins the table itself, so a change to it that users would see
 /// (a flag, an arity, an argument) fails a test.
-const WHAT_USERS_SEE: [(&str, i32, &[&str], bool, bool); 11] = [
+const WHAT_USERS_SEE: [(&str, i32, &[&str], bool, bool); 12] = [
     (
         "bf.reserve",
         -4,
-        &["key", "error_rate", "capacity", "expansion", "nonscaling"],
+        &[
+            "key",
+            "error_rate",
+            "capacity",
+            "expansion",
+            "nonscaling",
+            "window",
+            "slices",
+        ],
         true,
         false,
     ),
@@ -1378,6 +1386,8 @@ const WHAT_USERS_SEE: [(&str, i32, &[&str], bool, bool); 11] = [
             "expansion",
             "nocreate",
             "nonscaling",
+            "window",
+            "slices",
             "item",
         ],
         true,
@@ -1390,6 +1400,7 @@ const WHAT_USERS_SEE: [(&str, i32, &[&str], bool, bool); 11] = [
     ("bf.scandump", 3, &["key", "iterator"], false, false),
     ("bf.loadchunk", 4, &["key", "iterator", "data"], true, false),
     ("bf.debug", 2, &["key"], false, false),
+    ("bf.windowadvance", -2, &["key", "slice"], true, true),
 ];
 
 #[test]
@@ -1420,7 +1431,7 @@ fn command_docs_describe_every_bf_command() {
     let mut con = s.conn();
     assert_eq!(
         table::commands().count(),
-        11,
+        12,
         "every BF command is in the table"
     );
     for spec in table::commands() {

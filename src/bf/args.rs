@@ -17,10 +17,10 @@ pub const MAX_ERROR_RATE: f64 = 0.25;
 /// Longest window, in milliseconds (about 31 years): far past any use, far from overflowing
 /// the clock arithmetic.
 pub const MAX_WINDOW_MS: u64 = 1_000_000_000_000;
-/// Most slices a window may be cut into: each live slice is looked up on every probe.
-pub const MAX_SLICES: u32 = 64;
+/// Most slices a window may be cut into (the error text `SlicesRange` names it).
+pub const MAX_SLICES: u32 = layerbloom_filter::window::MAX_SLICES;
 /// Slices of a window created without SLICES.
-pub const DEFAULT_SLICES: u32 = 4;
+pub const DEFAULT_SLICES: u32 = layerbloom_filter::window::DEFAULT_SLICES;
 
 /// The time window of a windowed filter (`WINDOW ms [SLICES n]`), checked: `window_ms` in
 /// `1..=MAX_WINDOW_MS`, `slices` in `1..=MAX_SLICES`, at least one millisecond per slice.
@@ -127,9 +127,8 @@ pub fn parse_reserve(
             (n as u32, n == 0 || nonscaling_word)
         }
     };
-    let number = |value: Option<&[u8]>, bad: BfError| {
-        value.map(|v| parse_i64(v).ok_or(bad)).transpose()
-    };
+    let number =
+        |value: Option<&[u8]>, bad: BfError| value.map(|v| parse_i64(v).ok_or(bad)).transpose();
     let window = window_of(
         number(window, BfError::BadWindow)?,
         number(slices, BfError::BadSlices)?,
@@ -263,6 +262,14 @@ pub enum InfoField {
     EstimatedDistinct,
     /// The capacity it can reach under the memory limit.
     MaxCapacity,
+    /// A windowed filter's window, in milliseconds.
+    Window,
+    /// The slices its window is cut into.
+    Slices,
+    /// The age in milliseconds of its oldest live slice.
+    Oldest,
+    /// The items of each slice of the window, oldest first.
+    SliceItems,
 }
 
 impl InfoField {
@@ -287,7 +294,7 @@ impl InfoField {
 
     /// Every field, RedisBloom's first (the fuzz target checks parsed words against it).
     #[allow(dead_code)]
-    pub const ALL: [InfoField; 10] = [
+    pub const ALL: [InfoField; 14] = [
         InfoField::Capacity,
         InfoField::Size,
         InfoField::Filters,
@@ -298,6 +305,10 @@ impl InfoField {
         InfoField::EstimatedFpr,
         InfoField::EstimatedDistinct,
         InfoField::MaxCapacity,
+        InfoField::Window,
+        InfoField::Slices,
+        InfoField::Oldest,
+        InfoField::SliceItems,
     ];
 
     /// The field's name in replies.
@@ -315,6 +326,10 @@ impl InfoField {
             InfoField::EstimatedFpr => c"Estimated false positive rate",
             InfoField::EstimatedDistinct => c"Estimated distinct items",
             InfoField::MaxCapacity => c"Max capacity",
+            InfoField::Window => c"Window",
+            InfoField::Slices => c"Slices",
+            InfoField::Oldest => c"Oldest slice age",
+            InfoField::SliceItems => c"Items per slice",
         }
     }
 
@@ -333,6 +348,10 @@ impl InfoField {
             ("DISTINCT", InfoField::EstimatedDistinct),
             ("MAXCAPACITY", InfoField::MaxCapacity),
             ("MAXSCALEDCAPACITY", InfoField::MaxCapacity),
+            ("WINDOW", InfoField::Window),
+            ("SLICES", InfoField::Slices),
+            ("OLDEST", InfoField::Oldest),
+            ("SLICEITEMS", InfoField::SliceItems),
         ];
         all.iter()
             .find(|(name, _)| is_word(word, name))
@@ -529,6 +548,7 @@ mod tests {
 
     #[test]
     fn reserve_refuses_bad_windows_with_clear_errors() {
+        assert_eq!(MAX_SLICES, 64, "BfError::SlicesRange names it");
         let refused = |args: &[&str]| reserve_windowed(args).unwrap_err();
         assert_eq!(refused(&["0.01", "100", "WINDOW"]), BfError::NoWindow);
         assert_eq!(
@@ -595,7 +615,10 @@ mod tests {
             parse(&["SLICES", "2", "WINDOW", "500", "NOCREATE", "ITEMS", "a"]),
             Ok((window(500, 2), 1))
         );
-        assert_eq!(parse(&["WINDOW", "ITEMS", "a"]), Err(BfError::InsertBadWindow));
+        assert_eq!(
+            parse(&["WINDOW", "ITEMS", "a"]),
+            Err(BfError::InsertBadWindow)
+        );
         assert_eq!(parse(&["WINDOW"]), Err(BfError::WrongArity));
         assert_eq!(
             parse(&["WINDOW", "0", "ITEMS", "a"]),
@@ -766,8 +789,17 @@ mod tests {
         );
         assert_eq!(
             titles(&InfoField::ALL),
-            [titles(&InfoField::REDISBLOOM), titles(&InfoField::HEALTH)].concat()
+            [
+                titles(&InfoField::REDISBLOOM),
+                titles(&InfoField::HEALTH),
+                vec!["Window", "Slices", "Oldest slice age", "Items per slice"]
+            ]
+            .concat()
         );
+        assert_eq!(InfoField::parse(b"window"), Ok(InfoField::Window));
+        assert_eq!(InfoField::parse(b"Slices"), Ok(InfoField::Slices));
+        assert_eq!(InfoField::parse(b"OLDEST"), Ok(InfoField::Oldest));
+        assert_eq!(InfoField::parse(b"sliceitems"), Ok(InfoField::SliceItems));
     }
 
     #[test]

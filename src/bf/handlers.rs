@@ -16,7 +16,8 @@ use layerbloom_filter::{FilterError, FilterSpec, Layout, ScalableFilter};
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{Context, ContextFlags, KeyType, RedisString};
 
-use crate::bf::args::{self, InfoField, InfoRequest};
+use crate::bf::args::{self, InfoField, InfoRequest, Window};
+use crate::bf::window::{self as windowed, InfoView, Value, ValueMut};
 use crate::config;
 use crate::datatype::BLOOM_TYPE;
 use crate::dispatch::CommandResult;
@@ -92,15 +93,31 @@ fn cap_error_rate(ctx: &Context, key: &RedisString, mut spec: FilterSpec) -> Fil
     spec
 }
 
-/// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`
+/// The spec of a windowed filter a command creates: its slices are always blocked filters
+/// (RedisBloom cannot read a windowed filter, so its layout buys nothing).
+fn windowed_spec(ctx: &Context, key: &RedisString, spec: FilterSpec) -> FilterSpec {
+    FilterSpec {
+        layout: Layout::Blocked,
+        ..cap_error_rate(ctx, key, spec)
+    }
+}
+
+/// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [WINDOW ms [SLICES n]]`
 pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
-    let (spec, _window) = args::parse_reserve(&slices(&args[2..]), config::default_expansion())?;
+    let (spec, window) = args::parse_reserve(&slices(&args[2..]), config::default_expansion())?;
     let key = ctx.open_key_writable(&args[1]);
     if key.key_type() != KeyType::Empty {
-        write_filter(&key)?;
+        windowed::write(&key)?;
         return Err(BfError::ItemExists);
     }
     let flags = ctx.get_flags();
+    if let Some(window) = window {
+        let spec = windowed_spec(ctx, &args[1], spec);
+        let (_, header) = windowed::create(&key, spec, window, &flags)?;
+        propagate::after_write(ctx, &args[1], Change::Reserved(&header));
+        Reply::new(ctx).ok();
+        return Ok(());
+    }
     let spec = FilterSpec {
         layout: creation_layout(&flags),
         ..cap_error_rate(ctx, &args[1], spec)
@@ -121,7 +138,7 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> CommandResult {
         &args[1],
         &[args[2].as_slice()],
         &args[2..],
-        Some(config::default_spec),
+        Some(default_creation),
         Shape::Single,
     )
 }
@@ -133,17 +150,24 @@ pub fn madd(ctx: &Context, args: &[RedisString]) -> CommandResult {
         &args[1],
         &slices(&args[2..]),
         &args[2..],
-        Some(config::default_spec),
+        Some(default_creation),
         Shape::Multi,
     )
 }
 
-/// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS item...`
+/// What BF.ADD and BF.MADD create for a missing key: a plain filter of the settings.
+fn default_creation() -> (FilterSpec, Option<Window>) {
+    (config::default_spec(), None)
+}
+
+/// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING]
+/// [WINDOW ms [SLICES n]] ITEMS item...`
 pub fn insert(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let rest = slices(&args[2..]);
     let parsed = args::parse_insert(&rest, config::default_spec())?;
     let spec = parsed.spec;
-    let create = (!parsed.nocreate).then_some(move || spec);
+    let window = parsed.window;
+    let create = (!parsed.nocreate).then_some(move || (spec, window));
     // The items are the arguments' tail.
     let item_args = &args[args.len() - parsed.items.len()..];
     add_items(
@@ -168,33 +192,45 @@ enum Shape {
     Insert,
 }
 
-/// Adds items in order, creating the filter with the spec `create` gives when the key is
-/// missing (`None`: a missing key is an error; the spec is not built for a key that exists).
-/// An add error ends the command: in a multi reply it is the last element and the items after
-/// it are not processed. `item_args`: the command's arguments
+/// Adds items in order, creating the filter with the spec (and window) `create` gives when
+/// the key is missing (`None`: a missing key is an error; the spec is not built for a key that
+/// exists). An add error ends the command: in a multi reply it is the last element and the
+/// items after it are not processed. `item_args`: the command's arguments
 /// that are `items` (replication passes them on as they are, without copying).
 fn add_items(
     ctx: &Context,
     key_name: &RedisString,
     items: &[&[u8]],
     item_args: &[RedisString],
-    create: Option<impl FnOnce() -> FilterSpec>,
+    create: Option<impl FnOnce() -> (FilterSpec, Option<Window>)>,
     shape: Shape,
 ) -> CommandResult {
     debug_assert_eq!(items.len(), item_args.len());
     let multi = shape != Shape::Single;
+    let verbatim = shape != Shape::Insert;
     let key = ctx.open_key_writable(key_name);
     // Only a creation and an add that may grow the filter (its limits) depend on the context
     // flags: most adds never ask Redis for them (about 130 instructions a call).
     let flags = OnceCell::new();
     let flags = || flags.get_or_init(|| ctx.get_flags());
-    let (filter, created) = match write_filter(&key)? {
-        Some(filter) => (filter, None),
+    let (filter, created) = match windowed::write(&key)? {
+        Some(ValueMut::Plain(filter)) => (filter, None),
+        Some(ValueMut::Windowed(filter)) => {
+            let items = (items, item_args);
+            return windowed::add_items(ctx, key_name, filter, None, items, multi, verbatim);
+        }
         None => {
             let flags = flags();
+            let (spec, window) = create.ok_or(BfError::NotFound)?();
+            if let Some(window) = window {
+                let spec = windowed_spec(ctx, key_name, spec);
+                let (filter, header) = windowed::create(&key, spec, window, flags)?;
+                let (created, items) = (Some(header.as_slice()), (items, item_args));
+                return windowed::add_items(ctx, key_name, filter, created, items, multi, verbatim);
+            }
             let spec = FilterSpec {
                 layout: creation_layout(flags),
-                ..cap_error_rate(ctx, key_name, create.ok_or(BfError::NotFound)?())
+                ..cap_error_rate(ctx, key_name, spec)
             };
             let limits = Limits::for_creation(flags, config::max_filter_bytes(flags));
             let filter =
@@ -236,7 +272,7 @@ fn add_items(
             created: created.as_deref(),
             items: item_args,
             results,
-            verbatim: shape != Shape::Insert,
+            verbatim,
             filter,
             before,
         },
@@ -256,22 +292,35 @@ pub fn mexists(ctx: &Context, args: &[RedisString]) -> CommandResult {
 
 fn check_items(ctx: &Context, args: &[RedisString], multi: bool) -> CommandResult {
     let key = ctx.open_key(&args[1]);
-    let filter = read_filter(&key)?;
+    let filter = windowed::read(&key)?;
     let items = &args[2..];
     let reply = Reply::new(ctx);
     if multi {
         reply.array(items.len());
     }
     match filter {
-        Some(f) if multi => {
+        Some(Value::Plain(f)) if multi => {
             let items: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
             for found in f.contains_many(&items) {
                 reply.boolean(found);
             }
         }
-        Some(f) => items
+        Some(Value::Plain(f)) => items
             .iter()
             .for_each(|i| reply.boolean(f.contains(i.as_slice()))),
+        Some(Value::Windowed(f)) => {
+            let at = windowed::clock_slice(ctx, f);
+            if multi {
+                let items: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
+                for found in windowed::contains_many(f, &items, at) {
+                    reply.boolean(found);
+                }
+            } else {
+                items
+                    .iter()
+                    .for_each(|i| reply.boolean(windowed::contains(f, i.as_slice(), at)));
+            }
+        }
         None => items.iter().for_each(|_| reply.boolean(false)),
     }
     Ok(())
@@ -280,7 +329,11 @@ fn check_items(ctx: &Context, args: &[RedisString], multi: bool) -> CommandResul
 /// `BF.CARD key`
 pub fn card(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key(&args[1]);
-    let items = read_filter(&key)?.map_or(0, ScalableFilter::items);
+    let items = match windowed::read(&key)? {
+        Some(Value::Plain(f)) => f.items(),
+        Some(Value::Windowed(f)) => windowed::items(f, windowed::clock_slice(ctx, f)),
+        None => 0,
+    };
     // As BF.INFO: a count past i64 (only a crafted payload has one) reads as i64::MAX.
     Reply::new(ctx).int(i64::try_from(items).unwrap_or(i64::MAX));
     Ok(())
@@ -292,7 +345,15 @@ pub fn card(ctx: &Context, args: &[RedisString]) -> CommandResult {
 /// after the key is looked up, in RedisBloom's order of errors.
 pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key(&args[1]);
-    let filter = read_filter(&key)?.ok_or(BfError::NotFound)?;
+    let filter = match windowed::read(&key)?.ok_or(BfError::NotFound)? {
+        Value::Plain(f) => f,
+        Value::Windowed(f) => {
+            let request = InfoRequest::parse(args.get(2).map(RedisString::as_slice))?;
+            let at = windowed::clock_slice(ctx, f);
+            windowed_info(ctx, InfoView { filter: f, at }, request);
+            return Ok(());
+        }
+    };
     let request = InfoRequest::parse(args.get(2).map(RedisString::as_slice))?;
     // Walked only for the figures that need every layer.
     let summaries = std::cell::OnceCell::new();
@@ -313,6 +374,10 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
         InfoField::EstimatedFpr => reply.double(health::estimated_fpr(filter)),
         InfoField::EstimatedDistinct => count(health::estimated_distinct(filter)),
         InfoField::MaxCapacity => count(health::max_capacity(filter, config::max_filter_memory())),
+        // A plain filter has no window.
+        InfoField::Window | InfoField::Slices | InfoField::Oldest | InfoField::SliceItems => {
+            reply.null()
+        }
     };
     reply_info(
         &reply,
@@ -322,6 +387,48 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
         value,
     );
     Ok(())
+}
+
+/// BF.INFO of a windowed filter: the same fields, over the slices a read answers from
+/// (`bf::window`'s notes), and the window's own.
+fn windowed_info(ctx: &Context, view: InfoView, request: InfoRequest) {
+    let filter = view.filter;
+    let reply = Reply::new(ctx);
+    let count = |n: u64| reply.int(i64::try_from(n).unwrap_or(i64::MAX));
+    let value = |field: InfoField| match field {
+        InfoField::Capacity => count(filter.capacity()),
+        InfoField::Size => count(filter.memory_usage()),
+        InfoField::Filters => count(view.layers()),
+        InfoField::Items => count(view.items()),
+        InfoField::Expansion => match filter.expansion() {
+            Some(e) => reply.int(i64::from(e)),
+            None => reply.null(),
+        },
+        InfoField::ErrorRate => reply.double(filter.error()),
+        InfoField::FillRatio => reply.double(view.fill_ratio()),
+        InfoField::EstimatedFpr => reply.double(view.estimated_fpr()),
+        InfoField::EstimatedDistinct => count(view.estimated_distinct()),
+        // What a window can hold depends on how its items spread over the slices.
+        InfoField::MaxCapacity => reply.null(),
+        InfoField::Window => count(filter.window_ms()),
+        InfoField::Slices => count(u64::from(filter.slices())),
+        InfoField::Oldest => match view.oldest_age_ms() {
+            Some(age) => count(age),
+            None => reply.null(),
+        },
+        InfoField::SliceItems => {
+            let counts = view.slice_items();
+            reply.array(counts.len());
+            counts.into_iter().for_each(count);
+        }
+    };
+    reply_info(
+        &reply,
+        request,
+        (&InfoField::REDISBLOOM, &InfoField::HEALTH),
+        InfoField::title_c,
+        value,
+    );
 }
 
 /// The reply of an INFO command (BF.INFO, CF.INFO): the `(full, health)` fields as a map
@@ -373,9 +480,27 @@ fn reported_size(filter: &ScalableFilter) -> u64 {
 /// with the blocked layout's facts (blocks, blocks per item, bits set per block).
 pub fn debug(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key(&args[1]);
-    let filter = read_filter(&key)?.ok_or(BfError::NotFound)?;
-    let mut lines = vec![format!("size:{}", filter.items())];
-    lines.extend(filter.debug_lines());
+    let lines = match windowed::read(&key)?.ok_or(BfError::NotFound)? {
+        Value::Plain(filter) => {
+            let mut lines = vec![format!("size:{}", filter.items())];
+            lines.extend(filter.debug_lines());
+            lines
+        }
+        // The slices held, as stored (a read changes nothing).
+        Value::Windowed(filter) => {
+            let mut lines = vec![format!(
+                "size:{} window_ms:{} slices:{} slice_ms:{} origin_ms:{} head:{}",
+                filter.items(),
+                filter.window_ms(),
+                filter.slices(),
+                filter.slice_ms(),
+                filter.origin_ms(),
+                filter.head()
+            )];
+            lines.extend(filter.debug_lines());
+            lines
+        }
+    };
     let reply = Reply::new(ctx);
     reply.array(lines.len());
     for line in &lines {

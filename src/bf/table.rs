@@ -119,6 +119,10 @@ super::command_table! {
                     choice("distinct", "DISTINCT"),
                     choice("maxcapacity", "MAXCAPACITY"),
                     choice("health", "HEALTH"),
+                    choice("window", "WINDOW"),
+                    choice("slices", "SLICES"),
+                    choice("oldest", "OLDEST"),
+                    choice("sliceitems", "SLICEITEMS"),
                 ],
                 ..arg("single_value", ArgKind::OneOf)
             },

@@ -119,3 +119,50 @@ pub fn module_path() -> PathBuf {
     }
     fs::canonicalize(&path).unwrap_or(path)
 }
+
+/// The module built with the test clock (`make test-clock-module`):
+/// `$LAYERBLOOM_TEST_CLOCK_MODULE` or `target/test-clock/liblayerbloom.so`. Panics, saying
+/// how to build it, when it is missing or older than the sources (a stale module would test
+/// old code).
+pub fn test_clock_module_path() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let path = match std::env::var_os("LAYERBLOOM_TEST_CLOCK_MODULE") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => root.join("target/test-clock/liblayerbloom.so"),
+    };
+    let built = fs::metadata(&path)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|_| {
+            panic!(
+                "the test-clock module is not at {}: run `make test-clock-module` (make test \
+                 does)",
+                path.display()
+            )
+        });
+    let newest_source = ["src", "filter/src"]
+        .iter()
+        .filter_map(|dir| newest_mtime(&root.join(dir)))
+        .max();
+    if let Some(source) = newest_source {
+        assert!(
+            built >= source,
+            "the test-clock module at {} is older than the sources: run `make test-clock-module`",
+            path.display()
+        );
+    }
+    fs::canonicalize(&path).unwrap_or(path)
+}
+
+fn newest_mtime(dir: &Path) -> Option<std::time::SystemTime> {
+    let mut newest = None;
+    for entry in fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        let time = if path.is_dir() {
+            newest_mtime(&path)
+        } else {
+            entry.metadata().and_then(|m| m.modified()).ok()
+        };
+        newest = newest.max(time);
+    }
+    newest
+}

@@ -1,0 +1,150 @@
+//! The native data type `LBbloomW-` of windowed Bloom filters (`BF.RESERVE ... WINDOW ms`)
+//! and its callbacks. A type of its own: RedisBloom has no windowed filters, and a name it does
+//! not know makes its loader refuse such a value cleanly instead of misreading it. The
+//! callbacks share the Bloom type's panic guard and RESTORE limits (`datatype.rs`); the byte
+//! formats are the core's (`layerbloom_filter::window::codec`).
+//!
+//! - RDB / DUMP: the core's RDB encoding, one string buffer per piece it makes.
+//! - AOF rewrite: the value's `BF.LOADCHUNK` stream (the header pins the spec, the origin, the
+//!   head and every slice's id and layers; the chunks are the bit arrays), which rebuilds the
+//!   same slices. Replay never reads a clock.
+//! - Digest: the window's parameters, origin and head, then per slice its id, its filter's
+//!   header and its bit arrays: equal on a replica and after AOF replay or an RDB reload.
+
+use std::ffi::{c_int, c_void};
+
+use layerbloom_filter::bloom::codec as plain_codec;
+use layerbloom_filter::window::WindowedFilter;
+use redis_module::{native_types::RedisType, raw};
+
+use crate::datatype::{guarded, restore_limits, type_methods, FREE_EFFORT_BYTES};
+use crate::raw_api::{Digest, Io};
+
+/// The type's encoding version (its own: no other module writes this type).
+pub const ENCODING_VERSION: i32 = 1;
+
+pub static WINDOW_TYPE: RedisType = RedisType::new("LBbloomW-", ENCODING_VERSION, type_methods!());
+
+/// # Safety
+/// `value` must be a live `Box<WindowedFilter>` this module stored or returned.
+unsafe fn filter<'a>(value: *mut c_void) -> &'a WindowedFilter {
+    unsafe { &*value.cast::<WindowedFilter>() }
+}
+
+/// A loaded or copied filter as the value Redis stores, counted in `INFO bf`.
+fn into_value(filter: WindowedFilter) -> *mut c_void {
+    crate::bf::window::entered();
+    Box::into_raw(Box::new(filter)).cast()
+}
+
+/// The bytes a windowed filter really occupies in Redis's allocator (`MEMORY USAGE`): its box,
+/// its slice table and every slice's blocks, each as the size class the allocator gave it.
+pub fn allocated_bytes(filter: &WindowedFilter) -> u64 {
+    // SAFETY: `filter` is the contents of a `Box` this module made, so the module's (global)
+    // allocator gave it its block with the type's alignment, alive while borrowed.
+    let mut total = unsafe {
+        crate::alloc::allocated_size(
+            std::ptr::from_ref(filter).cast(),
+            std::mem::align_of::<WindowedFilter>(),
+        )
+    };
+    filter.allocations(|a| {
+        // SAFETY: an `Allocation` is a live block of the global allocator, requested with
+        // exactly this alignment, alive while the filter is borrowed (its invariant).
+        let size = unsafe { crate::alloc::allocated_size(a.ptr().as_ptr(), a.align()) };
+        total = total.and_then(|t| Some(t + size?));
+    });
+    total.map_or_else(|| filter.memory_usage(), |t| t as u64)
+}
+
+extern "C" fn mem_usage(value: *const c_void) -> usize {
+    guarded("window mem_usage", 0, || {
+        // SAFETY: Redis passes a value of this type.
+        allocated_bytes(unsafe { filter(value.cast_mut()) }) as usize
+    })
+}
+
+extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
+    // SAFETY: the digest Redis passed to this callback, used only during it.
+    let mut digest = unsafe { Digest::of_callback(md) };
+    guarded("window digest", (), || {
+        // SAFETY: Redis passes a value of this type.
+        let filter = unsafe { filter(value) };
+        let mut head = Vec::with_capacity(40);
+        for n in [
+            filter.window_ms(),
+            u64::from(filter.slices()),
+            filter.origin_ms(),
+            filter.head(),
+            filter.slice_filters().len() as u64,
+        ] {
+            head.extend_from_slice(&n.to_le_bytes());
+        }
+        digest.add_string_buffer(&head);
+        for (id, slice) in filter.slice_filters() {
+            digest.add_string_buffer(&id.to_le_bytes());
+            digest.add_string_buffer(&plain_codec::encode_header(slice));
+            for bytes in slice.layer_bytes() {
+                digest.add_string_buffer(bytes);
+            }
+        }
+        digest.end_sequence();
+    })
+}
+
+extern "C" fn free(value: *mut c_void) {
+    if value.is_null() {
+        return;
+    }
+    guarded("window free", (), || {
+        // SAFETY: a `Box<WindowedFilter>` this module created; Redis frees it exactly once.
+        drop(unsafe { Box::from_raw(value.cast::<WindowedFilter>()) });
+        crate::bf::window::freed();
+    })
+}
+
+extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
+    guarded("window free_effort", 0, || {
+        // SAFETY: Redis passes a value of this type.
+        let filter = unsafe { filter(value.cast_mut()) };
+        (filter.layer_count() as u64 + filter.memory_usage() / FREE_EFFORT_BYTES) as usize
+    })
+}
+
+extern "C" fn copy(
+    _from: *mut raw::RedisModuleString,
+    _to: *mut raw::RedisModuleString,
+    value: *const c_void,
+) -> *mut c_void {
+    guarded("window copy", std::ptr::null_mut(), || {
+        // SAFETY: Redis passes a value of this type.
+        match unsafe { filter(value.cast_mut()) }.try_clone() {
+            Ok(copy) => into_value(copy),
+            Err(e) => {
+                crate::log::warning(None, &format!("layerbloom: COPY failed: {e}"));
+                std::ptr::null_mut()
+            }
+        }
+    })
+}
+
+// ---- pending the core's codec
+extern "C" fn rdb_load(_rdb: *mut raw::RedisModuleIO, _encver: c_int) -> *mut c_void {
+    let _ = restore_limits;
+    std::ptr::null_mut()
+}
+
+extern "C" fn rdb_save(_rdb: *mut raw::RedisModuleIO, _value: *mut c_void) {
+    let _ = Io::of_callback;
+}
+
+extern "C" fn aof_rewrite(
+    _aof: *mut raw::RedisModuleIO,
+    _key: *mut raw::RedisModuleString,
+    _value: *mut c_void,
+) {
+}
+
+pub fn creation_header(_filter: &WindowedFilter) -> Vec<u8> {
+    Vec::new()
+}

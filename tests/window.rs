@@ -1,0 +1,531 @@
+//! Windowed Bloom filters (`BF.RESERVE ... WINDOW ms [SLICES n]`): options and errors, what
+//! answers within the window and what is forgotten after it, growth and refusals, memory
+//! returned, every BF command on a windowed key, persistence and replication after expiries.
+//!
+//! Time moves by the test clock (`make test-clock-module`: the module's clock plus the setting
+//! `bf-test-clock-offset-ms`), in steps of whole slices of a window far longer than any test
+//! runs: no assertion depends on how fast the machine is.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{
+    bf_info, digest, error_of, info_i64, scandump, test_clock_module_path, text_of,
+    wait_for_aof_rewrite, wait_for_link, Exec, Server, Stop,
+};
+use redis::Value;
+
+/// The window of the tests: 4 slices of 1000 s. A test runs far less than a slice, so the
+/// real clock never crosses a slice boundary the test did not make.
+const WINDOW: u64 = 4_000_000;
+const SLICE: u64 = 1_000_000;
+const SLICES: u64 = 4;
+
+fn builder() -> common::Builder {
+    Server::builder().module(&test_clock_module_path())
+}
+
+fn server() -> Server {
+    builder().start()
+}
+
+/// The test clock's setting as this server names module settings.
+fn clock_setting(con: &mut redis::Connection) -> &'static str {
+    for name in ["bf.bf-test-clock-offset-ms", "bf-test-clock-offset-ms"] {
+        let v: Vec<String> = con.q(&cmd!("CONFIG", "GET", name));
+        if !v.is_empty() {
+            return name;
+        }
+    }
+    panic!("the test clock's setting is missing: is this the test-clock module?")
+}
+
+/// Moves the server's clock forward by `ms`.
+fn advance(con: &mut redis::Connection, ms: u64) {
+    let name = clock_setting(con);
+    let v: Vec<String> = con.q(&cmd!("CONFIG", "GET", name));
+    let now: u64 = v[1].parse().unwrap();
+    con.ok(&cmd!("CONFIG", "SET", name, now + ms));
+}
+
+fn reserve(con: &mut redis::Connection, key: &str, capacity: u64) {
+    con.ok(&cmd!(
+        "BF.RESERVE",
+        key,
+        "0.01",
+        capacity,
+        "WINDOW",
+        WINDOW,
+        "SLICES",
+        SLICES
+    ));
+}
+
+fn exists(con: &mut redis::Connection, key: &str, item: &str) -> bool {
+    con.q::<i64>(&cmd!("BF.EXISTS", key, item)) == 1
+}
+
+fn memory_usage(con: &mut redis::Connection, key: &str) -> i64 {
+    con.q(&cmd!("MEMORY", "USAGE", key))
+}
+
+fn info_word(con: &mut redis::Connection, key: &str, word: &str) -> Value {
+    match con.raw(&cmd!("BF.INFO", key, word)) {
+        Value::Array(mut xs) if xs.len() == 1 => xs.remove(0),
+        other => panic!("BF.INFO {key} {word} replied {other:?}"),
+    }
+}
+
+fn int(v: &Value) -> i64 {
+    match v {
+        Value::Int(n) => *n,
+        other => panic!("not an integer: {other:?}"),
+    }
+}
+
+fn slice_items(con: &mut redis::Connection, key: &str) -> Vec<i64> {
+    match info_word(con, key, "SLICEITEMS") {
+        Value::Array(xs) => xs.iter().map(int).collect(),
+        other => panic!("SLICEITEMS replied {other:?}"),
+    }
+}
+
+fn debug_lines(con: &mut redis::Connection, key: &str) -> Vec<String> {
+    con.q(&cmd!("BF.DEBUG", key))
+}
+
+/// Keyspace events `bf.*` of database 0.
+struct Events {
+    ps: redis::PubSub<'static>,
+}
+
+impl Events {
+    fn subscribe(s: &Server) -> Events {
+        let con: &'static mut redis::Connection = Box::leak(Box::new(s.conn()));
+        let mut ps = con.as_pubsub();
+        ps.psubscribe("__keyevent@0__:bf.*").unwrap();
+        ps.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        Events { ps }
+    }
+
+    fn drain(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Ok(msg) = self.ps.get_message() {
+            out.push(
+                msg.get_channel_name()
+                    .trim_start_matches("__keyevent@0__:")
+                    .to_string(),
+            );
+        }
+        out
+    }
+}
+
+// ---------------------------------------------------------------- creation and options
+
+#[test]
+fn reserve_and_insert_create_windowed_filters_with_redisbloom_s_five_info_fields() {
+    require_own_server!();
+    let s = server();
+    let mut con = s.conn();
+    reserve(&mut con, "w", 1000);
+    assert_eq!(con.q::<String>(&cmd!("TYPE", "w")), "LBbloomW-");
+    let info = bf_info(&mut con, "w");
+    assert_eq!(info.capacity, 1000, "capacity is items per window");
+    assert_eq!(info.filters, 0, "no slice until the first add");
+    assert_eq!(info.items, 0);
+    assert_eq!(info.expansion, Some(2));
+    assert!(info.size > 0);
+    assert_eq!(int(&info_word(&mut con, "w", "WINDOW")), WINDOW as i64);
+    assert_eq!(int(&info_word(&mut con, "w", "SLICES")), SLICES as i64);
+    assert_eq!(info_word(&mut con, "w", "OLDEST"), Value::Nil);
+    // A second creation is refused as for any filter.
+    assert_eq!(
+        con.err_text(&cmd!("BF.RESERVE", "w", "0.01", 10, "WINDOW", 1000)),
+        "ERR item exists"
+    );
+    // SLICES defaults to 4; BF.INSERT creates one with its items.
+    con.ok(&cmd!("BF.RESERVE", "d", "0.01", 10, "WINDOW", 1000));
+    assert_eq!(int(&info_word(&mut con, "d", "SLICES")), 4);
+    let v: Vec<i64> = con.q(&cmd!(
+        "BF.INSERT",
+        "i",
+        "CAPACITY",
+        100,
+        "WINDOW",
+        9000,
+        "SLICES",
+        3,
+        "ITEMS",
+        "a",
+        "b",
+        "a"
+    ));
+    assert_eq!(v, [1, 1, 0]);
+    assert_eq!(con.q::<String>(&cmd!("TYPE", "i")), "LBbloomW-");
+    assert_eq!(int(&info_word(&mut con, "i", "WINDOW")), 9000);
+    assert_eq!(int(&info_word(&mut con, "i", "SLICES")), 3);
+    assert_eq!(con.q::<i64>(&cmd!("BF.CARD", "i")), 2);
+    // Creation options only matter for a missing key, as for the others.
+    let v: Vec<i64> = con.q(&cmd!("BF.INSERT", "i", "WINDOW", 5, "ITEMS", "c"));
+    assert_eq!(v, [1]);
+    assert_eq!(int(&info_word(&mut con, "i", "WINDOW")), 9000);
+    // A plain filter has no window: the window's words answer null.
+    con.ok(&cmd!("BF.RESERVE", "plain", "0.01", 10));
+    for word in ["WINDOW", "SLICES", "OLDEST", "SLICEITEMS"] {
+        assert_eq!(info_word(&mut con, "plain", word), Value::Nil, "{word}");
+    }
+    assert_eq!(info_i64(&mut con, "bf", "bf_windowed_filters"), 3);
+}
+
+#[test]
+fn window_options_are_refused_with_clear_errors() {
+    require_own_server!();
+    let s = server();
+    let mut con = s.conn();
+    let reserve_errors: &[(&[&str], &str)] = &[
+        (&["WINDOW"], "ERR no window"),
+        (&["WINDOW", "x"], "ERR bad window"),
+        (&["WINDOW", "1.5"], "ERR bad window"),
+        (
+            &["WINDOW", "0"],
+            "ERR window must be in the range [1, 1000000000000] milliseconds",
+        ),
+        (
+            &["WINDOW", "1000000000001"],
+            "ERR window must be in the range [1, 1000000000000] milliseconds",
+        ),
+        (&["WINDOW", "10", "SLICES"], "ERR no slices"),
+        (&["WINDOW", "10", "SLICES", "x"], "ERR bad slices"),
+        (
+            &["WINDOW", "10", "SLICES", "0"],
+            "ERR slices must be in the range [1, 64]",
+        ),
+        (
+            &["WINDOW", "100", "SLICES", "65"],
+            "ERR slices must be in the range [1, 64]",
+        ),
+        (&["SLICES", "4"], "ERR SLICES needs WINDOW"),
+        (
+            &["WINDOW", "3", "SLICES", "4"],
+            "ERR window must be at least one millisecond per slice",
+        ),
+        (&["WINDOW", "10", "FOO"], "ERR Unknown argument received"),
+    ];
+    for (options, want) in reserve_errors {
+        let mut c = cmd!("BF.RESERVE", "k", "0.01", 100);
+        for o in *options {
+            c.arg(*o);
+        }
+        assert_eq!(con.err_text(&c), *want, "BF.RESERVE ... {options:?}");
+    }
+    let insert_errors: &[(&[&str], &str)] = &[
+        (&["WINDOW", "x"], "Bad window"),
+        (&["WINDOW", "0"], "Bad window"),
+        (&["WINDOW", "10", "SLICES", "x"], "Bad slices"),
+        (&["WINDOW", "10", "SLICES", "99"], "Bad slices"),
+        (&["SLICES", "2"], "ERR SLICES needs WINDOW"),
+        (
+            &["WINDOW", "1", "SLICES", "2"],
+            "ERR window must be at least one millisecond per slice",
+        ),
+    ];
+    for (options, want) in insert_errors {
+        let mut c = cmd!("BF.INSERT", "k");
+        for o in *options {
+            c.arg(*o);
+        }
+        c.arg("ITEMS").arg("a");
+        assert_eq!(con.err_text(&c), *want, "BF.INSERT ... {options:?}");
+    }
+    assert_eq!(con.q::<i64>(&cmd!("EXISTS", "k")), 0, "nothing was created");
+}
+
+#[test]
+fn a_release_build_has_no_test_clock() {
+    require_own_server!();
+    let s = Server::start();
+    let mut con = s.conn();
+    for name in ["bf.bf-test-clock-offset-ms", "bf-test-clock-offset-ms"] {
+        let v: Vec<String> = con.q(&cmd!("CONFIG", "GET", name));
+        assert!(v.is_empty(), "{name}: {v:?}");
+        assert!(error_of(&con.raw(&cmd!("CONFIG", "SET", name, 1000))).is_some());
+    }
+    assert!(!s.log().contains("test build"));
+}
+
+// ---------------------------------------------------------------- the window
+
+#[test]
+fn an_item_answers_through_its_window_and_is_forgotten_one_slice_later() {
+    require_own_server!();
+    let s = server();
+    let mut con = s.conn();
+    reserve(&mut con, "w", 1000);
+    assert_eq!(con.q::<i64>(&cmd!("BF.ADD", "w", "a")), 1);
+    advance(&mut con, SLICE);
+    assert_eq!(con.q::<i64>(&cmd!("BF.ADD", "w", "b")), 1);
+    // Slice 4 begins `WINDOW` after the add: "a" still answers, on reads and after writes.
+    advance(&mut con, 3 * SLICE);
+    assert!(exists(&mut con, "w", "a"));
+    assert_eq!(con.q::<i64>(&cmd!("BF.ADD", "w", "c")), 1);
+    assert!(exists(&mut con, "w", "a"));
+    assert_eq!(
+        con.q::<Vec<i64>>(&cmd!("BF.MEXISTS", "w", "a", "b", "c", "x")),
+        [1, 1, 1, 0]
+    );
+    // Adding an item that still answers is no news, but renews it.
+    assert_eq!(con.q::<i64>(&cmd!("BF.ADD", "w", "a")), 0);
+    // One slice later the first add is forgotten, the others are not.
+    advance(&mut con, SLICE);
+    assert_eq!(
+        con.q::<Vec<i64>>(&cmd!("BF.MEXISTS", "w", "b", "c", "a")),
+        [1, 1, 1],
+        "a was renewed in slice 4"
+    );
+    advance(&mut con, SLICE);
+    assert_eq!(
+        con.q::<Vec<i64>>(&cmd!("BF.MEXISTS", "w", "b", "c", "a")),
+        [0, 1, 1]
+    );
+    advance(&mut con, 4 * SLICE);
+    assert_eq!(
+        con.q::<Vec<i64>>(&cmd!("BF.MEXISTS", "w", "b", "c", "a")),
+        [0, 0, 0]
+    );
+    assert_eq!(con.q::<i64>(&cmd!("BF.CARD", "w")), 0);
+}
+
+#[test]
+fn reads_answer_by_the_clock_and_writes_return_expired_memory_with_events() {
+    require_own_server!();
+    let s = builder().config("notify-keyspace-events", "gE").start();
+    let mut con = s.conn();
+    let mut ev = Events::subscribe(&s);
+    reserve(&mut con, "w", 100_000);
+    let empty = memory_usage(&mut con, "w");
+    let mut add = cmd!("BF.MADD", "w");
+    for i in 0..5000 {
+        add.arg(format!("old-{i}"));
+    }
+    con.q::<Vec<i64>>(&add);
+    advance(&mut con, SLICE);
+    con.q::<i64>(&cmd!("BF.ADD", "w", "mid"));
+    let two_slices = memory_usage(&mut con, "w");
+    assert!(two_slices > empty + 20_000, "{two_slices} vs {empty}");
+    assert_eq!(slice_items(&mut con, "w"), [0, 0, 0, 5000, 1]);
+    ev.drain();
+    // Both slices leave the window: a read answers without them but writes nothing.
+    advance(&mut con, (SLICES + 1) * SLICE);
+    assert!(!exists(&mut con, "w", "old-1"));
+    assert!(!exists(&mut con, "w", "mid"));
+    assert_eq!(con.q::<i64>(&cmd!("BF.CARD", "w")), 0);
+    assert_eq!(slice_items(&mut con, "w"), [0, 0, 0, 0, 0]);
+    assert_eq!(
+        memory_usage(&mut con, "w"),
+        two_slices,
+        "a read frees nothing"
+    );
+    assert!(debug_lines(&mut con, "w")[1].starts_with("slice:0 "));
+    assert_eq!(ev.drain(), Vec::<String>::new());
+    // The next write drops them, one bf.expire each, and makes one new slice.
+    assert_eq!(con.q::<i64>(&cmd!("BF.ADD", "w", "new")), 1);
+    let one_slice = memory_usage(&mut con, "w");
+    assert!(
+        one_slice < two_slices - 10_000,
+        "{one_slice} vs {two_slices}"
+    );
+    assert_eq!(ev.drain(), ["bf.expire", "bf.expire", "bf.add"]);
+    assert_eq!(info_i64(&mut con, "bf", "bf_window_slices_expired"), 2);
+    assert_eq!(slice_items(&mut con, "w"), [0, 0, 0, 0, 1]);
+    // An idle filter forgets at once on BF.WINDOWADVANCE, which is idempotent.
+    advance(&mut con, 10 * SLICE);
+    assert_eq!(con.q::<i64>(&cmd!("BF.WINDOWADVANCE", "w")), 1);
+    assert_eq!(con.q::<i64>(&cmd!("BF.WINDOWADVANCE", "w")), 0);
+    assert_eq!(ev.drain(), ["bf.expire"]);
+    assert_eq!(memory_usage(&mut con, "w"), empty);
+    assert_eq!(bf_info(&mut con, "w").filters, 0);
+}
+
+#[test]
+fn windowadvance_from_a_client_cannot_pass_the_clock() {
+    require_own_server!();
+    let s = server();
+    let mut con = s.conn();
+    reserve(&mut con, "w", 1000);
+    con.q::<i64>(&cmd!("BF.ADD", "w", "a"));
+    assert_eq!(
+        con.err_text(&cmd!("BF.WINDOWADVANCE", "w", 1)),
+        "ERR the slice is later than the current one"
+    );
+    assert!(exists(&mut con, "w", "a"));
+    advance(&mut con, 5 * SLICE);
+    assert_eq!(con.q::<i64>(&cmd!("BF.WINDOWADVANCE", "w", 3)), 0);
+    assert_eq!(con.q::<i64>(&cmd!("BF.WINDOWADVANCE", "w", 5)), 1);
+    assert_eq!(
+        con.q::<i64>(&cmd!("BF.WINDOWADVANCE", "w", 4)),
+        0,
+        "never back"
+    );
+    assert_eq!(
+        con.err_text(&cmd!("BF.WINDOWADVANCE", "w", -1)),
+        "ERR bad slice"
+    );
+    assert_eq!(
+        con.err_text(&cmd!("BF.WINDOWADVANCE", "w", "x")),
+        "ERR bad slice"
+    );
+    assert_eq!(
+        con.err_text(&cmd!("BF.WINDOWADVANCE", "none")),
+        "ERR not found"
+    );
+    con.ok(&cmd!("BF.RESERVE", "plain", "0.01", 10));
+    assert_eq!(
+        con.err_text(&cmd!("BF.WINDOWADVANCE", "plain")),
+        "ERR the filter has no window"
+    );
+    con.ok(&cmd!("SET", "str", "x"));
+    assert_eq!(
+        con.err_text(&cmd!("BF.WINDOWADVANCE", "str")),
+        "WRONGTYPE Operation against a key holding the wrong kind of value"
+    );
+}
+
+#[test]
+fn a_busier_slice_grows_and_a_nonscaling_one_refuses() {
+    require_own_server!();
+    let s = server();
+    let mut con = s.conn();
+    // 8 items per window: 2 per slice.
+    con.ok(&cmd!(
+        "BF.RESERVE",
+        "g",
+        "0.01",
+        8,
+        "WINDOW",
+        WINDOW,
+        "SLICES",
+        4
+    ));
+    con.ok(&cmd!(
+        "BF.RESERVE",
+        "n",
+        "0.01",
+        8,
+        "NONSCALING",
+        "WINDOW",
+        WINDOW,
+        "SLICES",
+        4
+    ));
+    let mut grow = cmd!("BF.MADD", "g");
+    let mut fixed = cmd!("BF.INSERT", "n", "ITEMS");
+    for i in 0..50 {
+        grow.arg(format!("i{i}"));
+        fixed.arg(format!("i{i}"));
+    }
+    let added: Vec<i64> = con.q(&grow);
+    assert_eq!(added.len(), 50);
+    assert!(bf_info(&mut con, "g").filters > 1, "the head slice grew");
+    for i in 0..50 {
+        assert!(exists(&mut con, "g", &format!("i{i}")), "no false negative");
+    }
+    let Value::Array(replies) = con.raw(&fixed) else {
+        panic!()
+    };
+    let last = replies.last().unwrap();
+    assert_eq!(
+        error_of(last).as_deref(),
+        Some("ERR non scaling filter is full")
+    );
+    assert!(replies.len() < 50, "the refusal ends the command");
+    assert_eq!(bf_info(&mut con, "n").filters, 1);
+    assert_eq!(bf_info(&mut con, "n").expansion, None);
+    // The next slice has room again.
+    advance(&mut con, SLICE);
+    assert_eq!(con.q::<i64>(&cmd!("BF.ADD", "n", "later")), 1);
+}
+
+// ---------------------------------------------------------------- every command
+
+#[test]
+fn every_bf_command_answers_on_a_windowed_key() {
+    require_own_server!();
+    let s = server();
+    let mut con = s.conn();
+    reserve(&mut con, "w", 1000);
+    assert_eq!(con.q::<i64>(&cmd!("BF.ADD", "w", "a")), 1);
+    assert_eq!(con.q::<Vec<i64>>(&cmd!("BF.MADD", "w", "a", "b")), [0, 1]);
+    assert_eq!(
+        con.q::<Vec<i64>>(&cmd!("BF.INSERT", "w", "NOCREATE", "ITEMS", "c")),
+        [1]
+    );
+    assert_eq!(con.q::<i64>(&cmd!("BF.EXISTS", "w", "c")), 1);
+    assert_eq!(
+        con.q::<Vec<i64>>(&cmd!("BF.MEXISTS", "w", "a", "z")),
+        [1, 0]
+    );
+    assert_eq!(con.q::<i64>(&cmd!("BF.CARD", "w")), 3);
+    let info = bf_info(&mut con, "w");
+    assert_eq!((info.capacity, info.filters, info.items), (1000, 1, 3));
+    assert_eq!(int(&info_word(&mut con, "w", "ITEMS")), 3);
+    assert_eq!(int(&info_word(&mut con, "w", "CAPACITY")), 1000);
+    assert_eq!(slice_items(&mut con, "w"), [0, 0, 0, 0, 3]);
+    advance(&mut con, SLICE + 500);
+    // The age counts the real milliseconds the test took too.
+    let oldest = int(&info_word(&mut con, "w", "OLDEST"));
+    assert!(
+        (SLICE as i64 + 500..SLICE as i64 + 60_500).contains(&oldest),
+        "{oldest}"
+    );
+    // The health figures, over the live slices.
+    let Value::Array(health) = con.raw(&cmd!("BF.INFO", "w", "HEALTH")) else {
+        panic!()
+    };
+    let names: Vec<String> = health.iter().step_by(2).filter_map(text_of).collect();
+    assert_eq!(
+        names,
+        [
+            "Error rate",
+            "Fill ratio",
+            "Estimated false positive rate",
+            "Estimated distinct items",
+            "Max capacity"
+        ]
+    );
+    assert_eq!(text_of(&health[1]).as_deref(), Some("0.01"));
+    assert!((2..=4).contains(&int(&health[7])), "{health:?}");
+    let lines = debug_lines(&mut con, "w");
+    assert!(
+        lines[0].starts_with("size:3 window_ms:4000000 slices:4"),
+        "{lines:?}"
+    );
+    assert!(lines[1].starts_with("slice:0 "), "{lines:?}");
+    assert_eq!(
+        con.err_text(&cmd!("BF.INFO", "w", "bogus")),
+        "Invalid information value"
+    );
+    assert_eq!(
+        con.err_text(&cmd!("BF.INSERT", "missing", "NOCREATE", "ITEMS", "a")),
+        "ERR not found"
+    );
+    // Another type's key is refused by every command.
+    con.ok(&cmd!("SET", "str", "x"));
+    assert_eq!(
+        con.err_text(&cmd!("BF.RESERVE", "str", "0.01", 10, "WINDOW", 100)),
+        "WRONGTYPE Operation against a key holding the wrong kind of value"
+    );
+    // SCANDUMP / LOADCHUNK copy the filter exactly.
+    let chunks = scandump(&mut con, "w");
+    for (it, data) in &chunks {
+        con.ok(&cmd!("BF.LOADCHUNK", "copy", *it, data.as_slice()));
+    }
+    assert_eq!(digest(&mut con, "copy"), digest(&mut con, "w"));
+    assert_eq!(
+        con.q::<Vec<i64>>(&cmd!("BF.MEXISTS", "copy", "a", "b", "c")),
+        [1, 1, 1]
+    );
+    assert_eq!(con.q::<String>(&cmd!("TYPE", "copy")), "LBbloomW-");
+}
