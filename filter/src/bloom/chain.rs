@@ -165,6 +165,11 @@ impl<L: Layer> Chain<L> {
         Some((index, offset - start, end - start))
     }
 
+    /// Bytes of all its bit arrays together.
+    pub fn bits_bytes(&self) -> u64 {
+        self.ends.last().copied().unwrap_or(0)
+    }
+
     /// Bytes a chain of this kind takes by the allocator model (`footprint`): the filter's
     /// box, a layer table of `table_len` entries with as many end offsets, and each of its
     /// bit arrays.

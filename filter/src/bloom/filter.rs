@@ -136,6 +136,11 @@ impl ScalableFilter {
         dispatch!(self, ScalableFilter, c => c.locate(offset))
     }
 
+    /// Bytes of all its bit arrays together (SCANDUMP's offsets run over them).
+    pub fn bits_bytes(&self) -> u64 {
+        dispatch!(self, ScalableFilter, c => c.bits_bytes())
+    }
+
     /// Whether any layer holds the item.
     pub fn contains(&self, item: &[u8]) -> bool {
         dispatch!(self, ScalableFilter, c => c.contains(item))

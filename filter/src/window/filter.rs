@@ -109,7 +109,6 @@ impl WindowedFilter {
 
     /// A filter from decoded parts; the codec has checked the ids against the head and the
     /// slices' kind against the spec.
-    #[allow(dead_code)] // the codec's, which comes next
     pub(crate) fn from_parts(
         spec: WindowSpec,
         origin_ms: u64,
@@ -426,9 +425,9 @@ impl WindowedFilter {
     /// Bytes the filter takes by the allocator model: its box, its slice table and each
     /// slice's layers.
     pub fn memory_usage(&self) -> u64 {
-        self.slices.iter().fold(
-            Self::empty_bytes().saturating_add(table_bytes(self.slices.len())),
-            |sum, s| sum.saturating_add(unboxed_bytes(&s.filter)),
+        Self::modelled_bytes(
+            self.slices.len(),
+            self.slices.iter().map(|s| s.filter.memory_usage()),
         )
     }
 
@@ -477,8 +476,21 @@ impl WindowedFilter {
     }
 
     /// The slices, for the codec.
-    #[allow(dead_code)] // the codec's, which comes next
     pub(crate) fn slice_table(&self) -> &[Slice] {
         &self.slices
+    }
+
+    pub(crate) fn slice_table_mut(&mut self) -> &mut [Slice] {
+        &mut self.slices
+    }
+
+    /// Bytes a filter of `held` slices whose chains take these bytes (each as
+    /// `ScalableFilter::memory_usage` counts it) takes by the model.
+    pub(crate) fn modelled_bytes(held: usize, chains: impl IntoIterator<Item = u64>) -> u64 {
+        let boxed = boxed_bytes::<ScalableFilter>();
+        chains.into_iter().fold(
+            Self::empty_bytes().saturating_add(table_bytes(held)),
+            |sum, chain| sum.saturating_add(chain.saturating_sub(boxed)),
+        )
     }
 }

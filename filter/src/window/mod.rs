@@ -46,7 +46,15 @@
 //!   capacity, bytes, layers), `layer_count` (over all slices), `memory_usage` (the allocator
 //!   model of `footprint`, the value's box included), `allocations` (every heap block but the
 //!   box), `try_clone`, `debug_lines`.
-//! * Byte formats: [`codec`].
+//! * Byte formats ([`codec`], its notes give the layout): `encode_header` (BF.SCANDUMP's first
+//!   chunk, the RDB value's first string), `is_window_header` (a BF.LOADCHUNK header's magic,
+//!   to be checked before the plain decoders), `decode_header(bytes, Strictness)` (validated,
+//!   with the lax load's warnings), `filter_from_header(header, max_bytes)` (every slice
+//!   zeroed; `WindowHeader::memory_bytes` is its figure before allocating), `dump_chunk` and
+//!   `load_chunk` (the plain filter's iterators and errors over every slice's layers),
+//!   `rdb_pieces`, `WindowLoader` (piece by piece) or `load_rdb(src, budget)` (an
+//!   `RdbSource`; with a budget, a client's RESTORE: strict and held to it before allocating),
+//!   `ENCODING_VERSION` for the module type.
 
 pub mod codec;
 pub(crate) mod filter;

@@ -378,3 +378,353 @@ fn the_union_of_live_slices_keeps_under_the_windows_rate_at_the_planned_load() {
     let sd = (0.01 / probes as f64).sqrt();
     assert!(measured <= 0.01 + 3.0 * sd, "measured {measured}");
 }
+
+mod formats {
+    use super::*;
+    use crate::bloom::codec::{CodecError, Strictness};
+    use crate::window::codec::{self, WindowLoader};
+
+    /// Filters of both layouts, scaling and not, with expired, empty and grown slices.
+    pub(crate) fn samples() -> Vec<WindowedFilter> {
+        let mut out = Vec::new();
+        for layout in [Layout::Blocked, Layout::Classic] {
+            for expansion in [2, 0] {
+                let mut w = wspec(10_000, 4, 60, expansion);
+                w.filter.layout = layout;
+                let empty = WindowedFilter::new(w, 1_700_000_000_000, NO_LIMIT).unwrap();
+                out.push(empty.clone());
+                let mut f = empty;
+                for head in [0u64, 1, 3, 4, 6, 7] {
+                    f.advance_to(head);
+                    for i in 0..(10 + head * 7) {
+                        let _ = f.add(&item(head * 1000 + i), NO_LIMIT);
+                    }
+                    out.push(f.clone());
+                }
+                // Moved past every slice: nothing held, the head far on.
+                let mut gone = f.clone();
+                gone.advance_to(1 << 40);
+                out.push(gone);
+            }
+        }
+        out
+    }
+
+    fn rdb_round_trip(f: &WindowedFilter) -> WindowedFilter {
+        let header = codec::encode_header(f);
+        codec::decode_value(&header, codec::rdb_pieces(f)).unwrap()
+    }
+
+    fn stream_round_trip(f: &WindowedFilter) -> WindowedFilter {
+        let header = codec::encode_header(f);
+        let (h, warnings) = codec::decode_header(&header, Strictness::LoadChunk).unwrap();
+        assert!(warnings.is_empty());
+        assert_eq!(h.memory_bytes(), f.memory_usage());
+        let mut g = codec::filter_from_header(&h, NO_LIMIT).unwrap();
+        let mut it = 1;
+        loop {
+            let (next, data) = codec::dump_chunk(f, it);
+            if next == 0 {
+                break;
+            }
+            codec::load_chunk(&mut g, next, data).unwrap();
+            it = next;
+        }
+        g
+    }
+
+    #[test]
+    fn rdb_values_and_scandump_streams_read_back_exactly() {
+        for f in samples() {
+            for g in [rdb_round_trip(&f), stream_round_trip(&f)] {
+                assert_eq!(g, f);
+                assert_eq!(g.memory_usage(), f.memory_usage());
+                assert_eq!(g.slice_summaries(), f.slice_summaries());
+                assert_eq!(codec::encode_header(&g), codec::encode_header(&f));
+            }
+        }
+    }
+
+    #[test]
+    fn a_decoded_filter_keeps_rotating_and_adding_like_the_original() {
+        for f in samples() {
+            let mut a = f.clone();
+            let mut b = rdb_round_trip(&f);
+            let next = a.head() + 2;
+            assert_eq!(a.advance_to(next), b.advance_to(next));
+            for i in 0..50 {
+                assert_eq!(
+                    a.add(&item(1 << 20 | i), NO_LIMIT),
+                    b.add(&item(1 << 20 | i), NO_LIMIT)
+                );
+            }
+            assert_eq!(a, b);
+        }
+    }
+
+    #[test]
+    fn scandump_chunks_follow_the_plain_filters_cursor_and_never_cross_a_layer() {
+        let f = samples()
+            .into_iter()
+            .max_by_key(|f| f.layer_count())
+            .unwrap();
+        let lengths: Vec<u64> = f
+            .slice_filters()
+            .flat_map(|(_, c)| c.layer_bytes().into_iter().map(|b| b.len() as u64))
+            .collect();
+        assert!(
+            f.slice_summaries().len() >= 3 && lengths.len() > 4,
+            "{lengths:?}"
+        );
+        let mut it = 1;
+        let mut seen = Vec::new();
+        loop {
+            let (next, data) = codec::dump_chunk(&f, it);
+            if next == 0 {
+                assert!(data.is_empty());
+                break;
+            }
+            assert_eq!(next, it + data.len() as i64);
+            seen.push(data.len() as u64);
+            it = next;
+        }
+        assert_eq!(seen, lengths);
+        assert_eq!(codec::dump_chunk(&f, 0), (0, &[][..]));
+        assert_eq!(codec::dump_chunk(&f, -5), (0, &[][..]));
+        assert_eq!(codec::dump_chunk(&f, i64::MAX), (0, &[][..]));
+        // A cursor inside a layer resumes there.
+        let (next, data) = codec::dump_chunk(&f, 3);
+        assert_eq!(data.len() as u64, lengths[0] - 2);
+        assert_eq!(next, 1 + lengths[0] as i64);
+    }
+
+    #[test]
+    fn load_chunk_refuses_like_the_plain_filter() {
+        let f = samples()
+            .into_iter()
+            .max_by_key(|f| f.layer_count())
+            .unwrap();
+        let (h, _) =
+            codec::decode_header(&codec::encode_header(&f), Strictness::LoadChunk).unwrap();
+        let mut g = codec::filter_from_header(&h, NO_LIMIT).unwrap();
+        let before = g.clone();
+        let total = h.bits_bytes() as i64;
+        let first = f.slice_filters().next().unwrap().1.layer_bytes()[0].len() as i64;
+        assert_eq!(
+            codec::load_chunk(&mut g, 2, &[1, 2, 3]),
+            Err(CodecError::BadData("iterator before the chunk's end"))
+        );
+        assert_eq!(
+            codec::load_chunk(&mut g, 3, &[1, 2, 3]),
+            Err(CodecError::NoLink)
+        );
+        assert_eq!(
+            codec::load_chunk(&mut g, total + 2, &[1]),
+            Err(CodecError::NoLink)
+        );
+        // Crossing from the first layer into the next.
+        assert_eq!(
+            codec::load_chunk(&mut g, first + 3, &[1, 1, 1, 1]),
+            Err(CodecError::TooBig)
+        );
+        assert_eq!(g, before);
+        // An empty chunk at a valid offset writes nothing.
+        assert_eq!(codec::load_chunk(&mut g, 1, &[]), Ok(()));
+        assert_eq!(g, before);
+    }
+
+    #[test]
+    fn the_header_of_an_empty_window_is_fixed() {
+        let w = WindowSpec {
+            window_ms: 1000,
+            slices: 4,
+            filter: FilterSpec::new(100, 0.5, 2),
+        };
+        let mut f = WindowedFilter::new(w, 258, NO_LIMIT).unwrap();
+        f.advance_to(3);
+        let mut expected = b"LBWINDOW".to_vec();
+        expected.extend([1, 0, 0, 0]); // version, blocked, scaling, reserved
+        expected.extend([4, 0, 0, 0, 2, 0, 0, 0]); // slices, expansion
+        expected.extend([0xe8, 3, 0, 0, 0, 0, 0, 0]); // window 1000
+        expected.extend([100, 0, 0, 0, 0, 0, 0, 0]); // capacity
+        expected.extend([0, 0, 0, 0, 0, 0, 0xe0, 0x3f]); // 0.5
+        expected.extend([2, 1, 0, 0, 0, 0, 0, 0]); // origin 258
+        expected.extend([3, 0, 0, 0, 0, 0, 0, 0]); // head
+        expected.extend([0, 0, 0, 0]); // no slice held
+        assert_eq!(codec::encode_header(&f), expected);
+        assert!(codec::is_window_header(&expected));
+        assert_eq!(codec::decode_value(&expected, []).unwrap(), f);
+    }
+
+    #[test]
+    fn every_truncation_and_every_trailing_byte_is_refused() {
+        for f in samples() {
+            let header = codec::encode_header(&f);
+            for len in 0..header.len() {
+                assert!(
+                    codec::decode_header(&header[..len], Strictness::Rdb).is_err(),
+                    "{len}"
+                );
+            }
+            let mut long = header.clone();
+            long.push(0);
+            assert!(codec::decode_header(&long, Strictness::Rdb).is_err());
+            let pieces = codec::rdb_pieces(&f);
+            if let Some((last, rest)) = pieces.split_last() {
+                assert!(codec::decode_value(&header, rest.iter().copied()).is_err());
+                let short = &last[..last.len() - 1];
+                let cut = rest.iter().copied().chain([short]);
+                assert!(codec::decode_value(&header, cut).is_err());
+            }
+            let extra = pieces.iter().copied().chain([&[0u8][..]]);
+            assert!(codec::decode_value(&header, extra).is_err());
+        }
+    }
+
+    /// Overwrites `bytes` at `at` with `with`.
+    fn patched(bytes: &[u8], at: usize, with: &[u8]) -> Vec<u8> {
+        let mut out = bytes.to_vec();
+        out[at..at + with.len()].copy_from_slice(with);
+        out
+    }
+
+    #[test]
+    fn impossible_fields_are_refused() {
+        let f = samples()
+            .into_iter()
+            .find(|f| f.slice_summaries().len() == 3)
+            .unwrap();
+        let h = codec::encode_header(&f);
+        let bad = |b: Vec<u8>| codec::decode_header(&b, Strictness::Rdb).unwrap_err();
+        for (at, with, why) in [
+            (0, &b"LAYERBLM"[..], "not a windowed filter's header"),
+            (8, &[2][..], "unknown windowed header version"),
+            (9, &[2][..], "unknown layout"),
+            (10, &[2][..], "non-scaling flag out of range"),
+            (11, &[1][..], "reserved bytes are not zero"),
+            (12, &[0, 0, 0, 0][..], "window parameters out of range"),
+            (12, &[65, 0, 0, 0][..], "window parameters out of range"),
+            (16, &[0, 0, 1, 0][..], "expansion out of range"),
+            (
+                20,
+                &[3, 0, 0, 0, 0, 0, 0, 0][..],
+                "window parameters out of range",
+            ),
+            (28, &[0; 8][..], "window parameters out of range"),
+            (
+                36,
+                &1.0f64.to_le_bytes()[..],
+                "window parameters out of range",
+            ),
+            (
+                36,
+                &f64::NAN.to_le_bytes()[..],
+                "window parameters out of range",
+            ),
+            (60, &[6, 0, 0, 0][..], "more slices held than a window has"),
+            // The head before the newest slice, or so far on that the oldest is expired.
+            (52, &[0; 8][..], "a slice outside the window"),
+            (
+                52,
+                &[99, 0, 0, 0, 0, 0, 0, 0][..],
+                "a slice outside the window",
+            ),
+        ] {
+            assert_eq!(
+                bad(patched(&h, at, with)),
+                CodecError::BadData(why),
+                "at {at}"
+            );
+        }
+        // Slice ids out of order: the second slice given the first's id.
+        let first_id = &h[64..72];
+        let chain_len = u32::from_le_bytes(h[72..76].try_into().unwrap()) as usize;
+        let second = 64 + 12 + chain_len;
+        assert_eq!(
+            bad(patched(&h, second, first_id)),
+            CodecError::BadData("slice ids are not increasing")
+        );
+        // A chain length past the end.
+        assert_eq!(
+            bad(patched(&h, 72, &[0xff, 0xff, 0xff, 0x7f])),
+            CodecError::BadData("header is truncated")
+        );
+        // A slice whose growth differs from the window's.
+        let mut nonscaling = patched(&h, 10, &[1]);
+        nonscaling[16..20].copy_from_slice(&2u32.to_le_bytes());
+        assert_eq!(
+            bad(nonscaling),
+            CodecError::BadData("a slice's growth differs from the window's")
+        );
+    }
+
+    #[test]
+    fn no_single_byte_change_of_a_header_panics_and_accepted_ones_build_sound_filters() {
+        for f in samples().into_iter().step_by(3) {
+            let header = codec::encode_header(&f);
+            let pieces = codec::rdb_pieces(&f);
+            for at in 0..header.len() {
+                for with in [0u8, 1, 0x7f, 0x80, 0xff] {
+                    let h = patched(&header, at, &[with]);
+                    if let Ok(mut g) = codec::decode_value(&h, pieces.iter().copied()) {
+                        g.advance_to(g.head() + 1);
+                        let _ = g.add(b"x", 1 << 24);
+                        let _ = g.contains(b"y");
+                        let _ = codec::rdb_pieces(&g);
+                        let _ = codec::dump_chunk(&g, 1);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_header_over_the_budget_allocates_nothing() {
+        let f = samples()
+            .into_iter()
+            .max_by_key(|f| f.memory_usage())
+            .unwrap();
+        let (h, _) =
+            codec::decode_header(&codec::encode_header(&f), Strictness::LoadChunk).unwrap();
+        let needed = f.memory_usage();
+        assert_eq!(
+            codec::filter_from_header(&h, needed - 1).unwrap_err(),
+            CodecError::Filter(FilterError::OverLimit {
+                needed,
+                limit: needed - 1
+            })
+        );
+        assert!(codec::filter_from_header(&h, needed).is_ok());
+        // Through the RDB source, a client's RESTORE.
+        struct Src(std::vec::IntoIter<Vec<u8>>);
+        impl codec::RdbSource for Src {
+            type Buffer = Vec<u8>;
+            fn unsigned(&mut self) -> Result<u64, CodecError> {
+                Err(CodecError::BadData("no unsigned"))
+            }
+            fn double(&mut self) -> Result<f64, CodecError> {
+                Err(CodecError::BadData("no double"))
+            }
+            fn buffer(&mut self) -> Result<Vec<u8>, CodecError> {
+                self.0.next().ok_or(CodecError::BadData("value ends"))
+            }
+        }
+        let value: Vec<Vec<u8>> = std::iter::once(codec::encode_header(&f))
+            .chain(codec::rdb_pieces(&f).into_iter().map(<[u8]>::to_vec))
+            .collect();
+        let src = || Src(value.clone().into_iter());
+        assert!(matches!(
+            codec::load_rdb(&mut src(), Some(needed - 1)),
+            Err(CodecError::Filter(FilterError::OverLimit { .. }))
+        ));
+        assert_eq!(codec::load_rdb(&mut src(), Some(needed)).unwrap().0, f);
+        assert_eq!(codec::load_rdb(&mut src(), None).unwrap().0, f);
+        // A header alone: the loader wants its pieces.
+        let mut header_only = Src(vec![codec::encode_header(&f)].into_iter());
+        assert!(codec::load_rdb(&mut header_only, None).is_err());
+        let (h, _) = codec::decode_header(&value[0], Strictness::Rdb).unwrap();
+        let loader = WindowLoader::new(h).unwrap();
+        assert!(loader.next_piece_len().is_some());
+        assert!(loader.finish().is_err());
+    }
+}
