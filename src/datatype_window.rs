@@ -14,14 +14,14 @@
 use std::ffi::{c_int, c_void};
 
 use layerbloom_filter::bloom::codec as plain_codec;
-use layerbloom_filter::window::WindowedFilter;
+use layerbloom_filter::window::{codec, WindowedFilter};
 use redis_module::{native_types::RedisType, raw};
 
 use crate::datatype::{guarded, restore_limits, type_methods, FREE_EFFORT_BYTES};
 use crate::raw_api::{Digest, Io};
 
 /// The type's encoding version (its own: no other module writes this type).
-pub const ENCODING_VERSION: i32 = 1;
+pub const ENCODING_VERSION: i32 = codec::ENCODING_VERSION;
 
 pub static WINDOW_TYPE: RedisType = RedisType::new("LBbloomW-", ENCODING_VERSION, type_methods!());
 
@@ -128,23 +128,85 @@ extern "C" fn copy(
     })
 }
 
-// ---- pending the core's codec
-extern "C" fn rdb_load(_rdb: *mut raw::RedisModuleIO, _encver: c_int) -> *mut c_void {
-    let _ = restore_limits;
-    std::ptr::null_mut()
+/// The header that rebuilds `filter` (what a creation replicates as, in `BF.LOADCHUNK key 1`).
+pub fn creation_header(filter: &WindowedFilter) -> Vec<u8> {
+    codec::encode_header(filter)
 }
 
-extern "C" fn rdb_save(_rdb: *mut raw::RedisModuleIO, _value: *mut c_void) {
-    let _ = Io::of_callback;
+extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
+    // SAFETY: the handle Redis passed to this callback, used only during it.
+    let mut io = unsafe { Io::of_callback(rdb) };
+    guarded("window rdb_load", std::ptr::null_mut(), || {
+        let loaded = if encver == ENCODING_VERSION {
+            // A client's RESTORE is held to the limits before anything is allocated.
+            let budget = restore_limits(&io).map(|l| l.bytes());
+            codec::load_rdb(&mut io, budget).map_err(|e| e.to_string())
+        } else {
+            Err(format!(
+                "encoding version {encver} is not one this build of layerbloom reads (its own \
+                 is {ENCODING_VERSION})"
+            ))
+        };
+        match loaded {
+            Ok((filter, warnings)) => {
+                for warning in warnings {
+                    crate::log::warning(
+                        None,
+                        &format!("layerbloom: a windowed filter loaded with: {warning}"),
+                    );
+                }
+                into_value(filter)
+            }
+            Err(why) => {
+                crate::log::warning(
+                    None,
+                    &format!("layerbloom: cannot load a windowed Bloom filter: {why}"),
+                );
+                std::ptr::null_mut()
+            }
+        }
+    })
+}
+
+extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
+    // SAFETY: the handle Redis passed to this callback, used only during it.
+    let mut io = unsafe { Io::of_callback(rdb) };
+    guarded("window rdb_save", (), || {
+        // SAFETY: Redis passes a value of this type.
+        let filter = unsafe { filter(value) };
+        io.save_string_buffer(&codec::encode_header(filter));
+        for piece in codec::rdb_pieces(filter) {
+            io.save_string_buffer(piece);
+        }
+    })
 }
 
 extern "C" fn aof_rewrite(
-    _aof: *mut raw::RedisModuleIO,
-    _key: *mut raw::RedisModuleString,
-    _value: *mut c_void,
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    value: *mut c_void,
 ) {
-}
-
-pub fn creation_header(_filter: &WindowedFilter) -> Vec<u8> {
-    Vec::new()
+    // SAFETY: the handle Redis passed to this callback, used only during it.
+    let mut io = unsafe { Io::of_callback(aof) };
+    guarded("window aof_rewrite", (), || {
+        // SAFETY: Redis passes a value of this type.
+        let filter = unsafe { filter(value) };
+        let mut emit = |it: i64, bytes: &[u8]| {
+            // SAFETY: `key` is the key Redis passed to this callback.
+            unsafe { io.emit_aof_key_int_buffer(c"BF.LOADCHUNK", key, it, bytes) }
+        };
+        emit(1, &codec::encode_header(filter));
+        let mut it = 1;
+        loop {
+            let (next, data) = codec::dump_chunk(filter, it);
+            if next == 0 {
+                break;
+            }
+            // The header creates zeroed slices: chunks with no bit set need no command.
+            if data.iter().any(|&b| b != 0) {
+                emit(next, data);
+            }
+            it = next;
+        }
+    })
 }

@@ -529,3 +529,212 @@ fn every_bf_command_answers_on_a_windowed_key() {
     );
     assert_eq!(con.q::<String>(&cmd!("TYPE", "copy")), "LBbloomW-");
 }
+
+// ---------------------------------------------------------------- persistence and copies
+
+/// A windowed filter with items in two slices, one of them expired by a write.
+fn filter_with_history(con: &mut redis::Connection, key: &str) {
+    reserve(con, key, 10_000);
+    let mut add = cmd!("BF.MADD", key);
+    for i in 0..300 {
+        add.arg(format!("first-{i}"));
+    }
+    con.q::<Vec<i64>>(&add);
+    advance(con, SLICE);
+    con.q::<Vec<i64>>(&cmd!("BF.MADD", key, "second-1", "second-2"));
+    advance(con, SLICES * SLICE);
+    con.q::<i64>(&cmd!("BF.ADD", key, "third"));
+}
+
+/// The answers that tell the history apart: slice 0 gone, slices 1 and 5 live.
+fn assert_history(con: &mut redis::Connection, key: &str) {
+    assert_eq!(
+        con.q::<Vec<i64>>(&cmd!("BF.MEXISTS", key, "first-7", "second-2", "third")),
+        [0, 1, 1],
+        "{key}"
+    );
+    let lines = debug_lines(con, key);
+    assert!(lines[0].ends_with(" head:5"), "{key}: {lines:?}");
+    assert!(lines[1].starts_with("slice:1 "), "{key}: {lines:?}");
+}
+
+#[test]
+fn dump_restore_copy_and_debug_reload_keep_slices_ids_and_origin() {
+    require_own_server!();
+    let s = server();
+    let mut con = s.conn();
+    filter_with_history(&mut con, "w");
+    let want = digest(&mut con, "w");
+    let dump: Vec<u8> = con.q(&cmd!("DUMP", "w"));
+    con.ok(&cmd!("RESTORE", "restored", 0, dump.as_slice()));
+    assert_eq!(con.q::<i64>(&cmd!("COPY", "w", "copied")), 1);
+    for key in ["restored", "copied"] {
+        assert_eq!(digest(&mut con, key), want, "{key}");
+        assert_history(&mut con, key);
+    }
+    assert_eq!(info_i64(&mut con, "bf", "bf_windowed_filters"), 3);
+    con.ok(&cmd!("DEBUG", "RELOAD"));
+    for key in ["w", "restored", "copied"] {
+        assert_eq!(digest(&mut con, key), want, "{key} after DEBUG RELOAD");
+        assert_history(&mut con, key);
+    }
+    assert_eq!(info_i64(&mut con, "bf", "bf_windowed_filters"), 3);
+    // The restored copy keeps expiring by the same origin.
+    advance(&mut con, SLICE);
+    con.q::<i64>(&cmd!("BF.ADD", "restored", "fourth"));
+    assert!(!exists(&mut con, "restored", "second-1"));
+    // Lazy free takes the filter too.
+    assert_eq!(con.q::<i64>(&cmd!("UNLINK", "w", "copied")), 2);
+    assert_eq!(info_i64(&mut con, "bf", "bf_windowed_filters"), 1);
+}
+
+#[test]
+fn a_client_restore_is_held_to_the_memory_limit() {
+    require_own_server!();
+    let s = server();
+    let mut con = s.conn();
+    reserve(&mut con, "w", 1_000_000);
+    con.q::<i64>(&cmd!("BF.ADD", "w", "a"));
+    let size = bf_info(&mut con, "w").size;
+    let dump: Vec<u8> = con.q(&cmd!("DUMP", "w"));
+    con.ok(&cmd!("CONFIG", "SET", "bf.bf-max-filter-memory", size / 2));
+    let e = con.err_text(&cmd!("RESTORE", "r", 0, dump.as_slice()));
+    assert_eq!(e, "ERR Bad data format");
+    assert!(s.log().contains("cannot load a windowed Bloom filter"));
+    assert_eq!(con.q::<i64>(&cmd!("EXISTS", "r")), 0);
+    // A corrupt payload is refused, never half-loaded.
+    let mut bad = dump.clone();
+    let at = bad.len() / 3;
+    bad[at] ^= 0xff;
+    assert!(error_of(&con.raw(&cmd!("RESTORE", "r", 0, bad.as_slice()))).is_some());
+    assert_eq!(con.q::<i64>(&cmd!("EXISTS", "r")), 0);
+}
+
+#[test]
+fn a_new_slice_over_the_memory_limit_is_refused_and_changes_nothing() {
+    require_own_server!();
+    let s = server();
+    let mut con = s.conn();
+    reserve(&mut con, "w", 400_000);
+    con.q::<i64>(&cmd!("BF.ADD", "w", "a"));
+    let one_slice = bf_info(&mut con, "w").size;
+    con.ok(&cmd!(
+        "CONFIG",
+        "SET",
+        "bf.bf-max-filter-memory",
+        one_slice + 1000
+    ));
+    advance(&mut con, SLICE);
+    let e = con.err_text(&cmd!("BF.ADD", "w", "b"));
+    assert!(
+        e.starts_with("ERR problem inserting into filter") && e.contains("bf-max-filter-memory"),
+        "{e}"
+    );
+    assert_eq!(bf_info(&mut con, "w").size, one_slice);
+    assert!(!exists(&mut con, "w", "b"));
+    assert!(exists(&mut con, "w", "a"));
+    // Once the first slice has left the window there is room again.
+    advance(&mut con, SLICES * SLICE);
+    assert_eq!(con.q::<i64>(&cmd!("BF.ADD", "w", "b")), 1);
+    assert!(!exists(&mut con, "w", "a"));
+    // Creating a window whose first slice could never fit is refused.
+    let e = con.err_text(&cmd!(
+        "BF.RESERVE",
+        "big",
+        "0.0001",
+        100_000_000,
+        "WINDOW",
+        1000
+    ));
+    assert!(
+        e.starts_with("ERR Insufficient memory to create filter"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_aof_rewrite_replays_the_same_slices_ids_and_origin() {
+    require_own_server!();
+    for preamble in ["no", "yes"] {
+        let mut s = builder()
+            .config("appendonly", "yes")
+            .config("aof-use-rdb-preamble", preamble)
+            .start();
+        let mut con = s.conn();
+        filter_with_history(&mut con, "w");
+        con.ok(&cmd!("BF.RESERVE", "empty", "0.01", 10, "WINDOW", 1000));
+        let want = digest(&mut con, "w");
+        let empty = digest(&mut con, "empty");
+        con.q::<String>(&cmd!("BGREWRITEAOF"));
+        wait_for_aof_rewrite(&mut con);
+        s.restart(Stop::Kill);
+        let mut con = s.conn();
+        assert_eq!(digest(&mut con, "w"), want, "preamble {preamble}");
+        assert_eq!(digest(&mut con, "empty"), empty, "preamble {preamble}");
+        assert_history(&mut con, "w");
+    }
+}
+
+// ---------------------------------------------------------------- replication
+
+#[test]
+fn a_replica_and_aof_replay_agree_with_the_primary_after_expiries() {
+    require_own_server!();
+    let mut p = builder()
+        .config("repl-diskless-sync-delay", "0")
+        .config("appendonly", "yes")
+        .start();
+    let r = builder().replica_of(&p).start();
+    wait_for_link(&r);
+    let mut pc = p.conn();
+    let mut rc = r.conn();
+    let sync = |pc: &mut redis::Connection| {
+        assert_eq!(pc.q::<i64>(&cmd!("WAIT", 1, 5000)), 1, "WAIT 1 5000");
+    };
+    // The replica's clock moves too: it must not matter.
+    advance(&mut rc, 100 * SLICE);
+    reserve(&mut pc, "w", 10_000);
+    con_madd(&mut pc, "w", &["a", "b"]);
+    advance(&mut pc, SLICE);
+    con_madd(&mut pc, "w", &["c"]);
+    sync(&mut pc);
+    assert_eq!(digest(&mut rc, "w"), digest(&mut pc, "w"));
+    // Slice 0 leaves the primary's window. Until the primary writes the key, the replica
+    // still holds slice 0 and answers from it; the primary answers by its clock.
+    advance(&mut pc, SLICES * SLICE);
+    assert!(!exists(&mut pc, "w", "a"));
+    assert!(
+        exists(&mut rc, "w", "a"),
+        "the replica holds what the primary holds"
+    );
+    assert_eq!(rc.q::<i64>(&cmd!("BF.CARD", "w")), 3);
+    assert_eq!(pc.q::<i64>(&cmd!("BF.CARD", "w")), 1);
+    // The primary's next write expires slice 0 and replicates that first.
+    con_madd(&mut pc, "w", &["d"]);
+    sync(&mut pc);
+    assert!(!exists(&mut rc, "w", "a"));
+    assert!(exists(&mut rc, "w", "c") && exists(&mut rc, "w", "d"));
+    assert_eq!(digest(&mut rc, "w"), digest(&mut pc, "w"));
+    // An idle filter expires on the primary's BF.WINDOWADVANCE, replicated as it.
+    advance(&mut pc, 10 * SLICE);
+    assert_eq!(pc.q::<i64>(&cmd!("BF.WINDOWADVANCE", "w")), 2);
+    sync(&mut pc);
+    assert!(!exists(&mut rc, "w", "c"));
+    assert_eq!(digest(&mut rc, "w"), digest(&mut pc, "w"));
+    // A replica refuses an advance without a slice: it has no clock of its own to use.
+    assert!(error_of(&rc.raw(&cmd!("BF.WINDOWADVANCE", "w"))).is_some());
+    // The AOF replays the same history, without a clock.
+    con_madd(&mut pc, "w", &["e"]);
+    let want = digest(&mut pc, "w");
+    p.restart(Stop::Kill);
+    let mut pc = p.conn();
+    assert_eq!(digest(&mut pc, "w"), want, "after AOF replay");
+}
+
+fn con_madd(con: &mut redis::Connection, key: &str, items: &[&str]) {
+    let mut c = cmd!("BF.MADD", key);
+    for i in items {
+        c.arg(*i);
+    }
+    con.q::<Vec<i64>>(&c);
+}

@@ -12,8 +12,9 @@ use std::cell::OnceCell;
 
 use layerbloom_filter::bloom::codec;
 use layerbloom_filter::bloom::health;
+use layerbloom_filter::window::codec as window_codec;
 use layerbloom_filter::{FilterError, FilterSpec, Layout, ScalableFilter};
-use redis_module::key::{RedisKey, RedisKeyWritable};
+use redis_module::key::RedisKeyWritable;
 use redis_module::{Context, ContextFlags, KeyType, RedisString};
 
 use crate::bf::args::{self, InfoField, InfoRequest, Window};
@@ -31,16 +32,6 @@ use crate::stats;
 
 fn slices(args: &[RedisString]) -> Vec<&[u8]> {
     args.iter().map(RedisString::as_slice).collect()
-}
-
-/// The filter under a key opened for reading; `None` when the key is missing.
-fn read_filter(key: &RedisKey) -> Result<Option<&ScalableFilter>, BfError> {
-    keys::read(key, &BLOOM_TYPE)
-}
-
-/// The filter under a key opened for writing; `None` when the key is missing.
-fn write_filter(key: &RedisKeyWritable) -> Result<Option<&mut ScalableFilter>, BfError> {
-    keys::write(key, &BLOOM_TYPE)
 }
 
 /// Stores a new filter under an empty key and returns it.
@@ -513,15 +504,22 @@ pub fn debug(ctx: &Context, args: &[RedisString]) -> CommandResult {
 /// RedisBloom's order of errors.
 pub fn scandump(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key(&args[1]);
-    let filter = read_filter(&key)?.ok_or(BfError::NotFound)?;
+    let filter = windowed::read(&key)?.ok_or(BfError::NotFound)?;
     let it = number::parse_i64(args[2].as_slice()).ok_or(BfError::ScanDumpNotNumeric)?;
     let reply = Reply::new(ctx);
     reply.array(2);
+    // A windowed filter's stream is its slices as held (a read changes nothing).
     if it == 0 {
         reply.int(1);
-        reply.bulk(&codec::encode_header(filter));
+        match filter {
+            Value::Plain(f) => reply.bulk(&codec::encode_header(f)),
+            Value::Windowed(f) => reply.bulk(&window_codec::encode_header(f)),
+        }
     } else {
-        let (next, data) = codec::dump_chunk(filter, it);
+        let (next, data) = match filter {
+            Value::Plain(f) => codec::dump_chunk(f, it),
+            Value::Windowed(f) => window_codec::dump_chunk(f, it),
+        };
         reply.int(next);
         reply.bulk(data);
     }
@@ -533,7 +531,19 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let it = number::parse_i64(args[2].as_slice()).ok_or(BfError::LoadChunkNotNumeric)?;
     let data = args[3].as_slice();
     let key = ctx.open_key_writable(&args[1]);
-    let created = match write_filter(&key)? {
+    let created = match windowed::write(&key)? {
+        None if it == 1 && window_codec::is_window_header(data) => {
+            // Also how a windowed filter's creation and AOF rewrite replay: the header
+            // carries its origin and head, so nothing reads a clock.
+            let flags = ctx.get_flags();
+            let (header, _) = window_codec::decode_header(data, header_strictness(&flags))
+                .map_err(BfError::from_codec)?;
+            let limits = Limits::for_creation(&flags, config::max_filter_bytes(&flags));
+            let filter = window_codec::filter_from_header(&header, limits.bytes())
+                .map_err(|e| limits.codec_error(e))?;
+            windowed::store(&key, filter)?;
+            true
+        }
         None if it == 1 => {
             let flags = ctx.get_flags();
             let header = codec::decode_header_with(data, header_strictness(&flags))
@@ -545,8 +555,12 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> CommandResult {
             true
         }
         None => return Err(BfError::NotFound),
-        Some(filter) => {
+        Some(ValueMut::Plain(filter)) => {
             codec::load_chunk(filter, it, data).map_err(BfError::from_codec)?;
+            false
+        }
+        Some(ValueMut::Windowed(filter)) => {
+            window_codec::load_chunk(filter, it, data).map_err(BfError::from_codec)?;
             false
         }
     };
