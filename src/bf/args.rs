@@ -82,6 +82,13 @@ pub fn parse_reserve(
 ) -> Result<(FilterSpec, Option<Window>), BfError> {
     let (rate, rest) = args.split_first().ok_or(BfError::WrongArity)?;
     let (capacity, options) = rest.split_first().ok_or(BfError::WrongArity)?;
+    // RedisBloom's arity (at most 3 option words) holds for filters without a window.
+    let windowed = options
+        .iter()
+        .any(|w| is_word(w, "WINDOW") || is_word(w, "SLICES"));
+    if options.len() > 3 && !windowed {
+        return Err(BfError::WrongArity);
+    }
     let error = parse_f64(rate).ok_or(BfError::BadErrorRate)?;
     let error = error_rate(error).ok_or(BfError::ErrorRateRange)?;
     let capacity = parse_i64(capacity).ok_or(BfError::BadCapacity)?;
@@ -543,6 +550,31 @@ mod tests {
         assert_eq!(
             reserve_windowed(&["0.01", "100", "WINDOW", "1000000000000", "SLICES", "64"]),
             Ok((spec(100, 0.01, 2), window(MAX_WINDOW_MS, MAX_SLICES)))
+        );
+    }
+
+    #[test]
+    fn reserve_keeps_redisbloom_s_arity_without_a_window() {
+        assert_eq!(
+            reserve(&["0.01", "100", "EXPANSION", "2", "NONSCALING", "x"]),
+            Err(BfError::WrongArity)
+        );
+        assert_eq!(
+            reserve_windowed(&["0.01", "100", "EXPANSION", "2", "NONSCALING", "WINDOW", "9"]),
+            Err(BfError::NonscalingCannotExpand)
+        );
+        assert_eq!(
+            reserve_windowed(&[
+                "0.01",
+                "100",
+                "EXPANSION",
+                "2",
+                "WINDOW",
+                "9",
+                "SLICES",
+                "3"
+            ]),
+            Ok((spec(100, 0.01, 2), window(9, 3)))
         );
     }
 
