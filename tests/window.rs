@@ -350,6 +350,31 @@ fn reads_answer_by_the_clock_and_writes_return_expired_memory_with_events() {
 }
 
 #[test]
+fn reads_of_an_expired_slice_write_nothing_so_they_run_in_pauses_and_read_only_scripts() {
+    require_own_server!();
+    let s = server();
+    let mut con = s.conn();
+    reserve(&mut con, "w", 1000);
+    con.q::<i64>(&cmd!("BF.ADD", "w", "a"));
+    advance(&mut con, (SLICES + 1) * SLICE);
+    let before = digest(&mut con, "w");
+    // A read that replicated during CLIENT PAUSE WRITE would trip the server's assertion
+    // that nothing propagates during a failover's pause.
+    con.ok(&cmd!("CLIENT", "PAUSE", 10_000, "WRITE"));
+    assert!(!exists(&mut con, "w", "a"));
+    assert_eq!(con.q::<i64>(&cmd!("BF.CARD", "w")), 0);
+    assert_eq!(slice_items(&mut con, "w"), [0, 0, 0, 0, 0]);
+    con.ok(&cmd!("CLIENT", "UNPAUSE"));
+    let script = "return redis.call('BF.MEXISTS', KEYS[1], ARGV[1])";
+    assert_eq!(
+        con.q::<Vec<i64>>(&cmd!("EVAL_RO", script, 1, "w", "a")),
+        [0]
+    );
+    assert_eq!(digest(&mut con, "w"), before, "no read changed the filter");
+    common::assert_pong(&mut con);
+}
+
+#[test]
 fn windowadvance_from_a_client_cannot_pass_the_clock() {
     require_own_server!();
     let s = server();
