@@ -347,3 +347,46 @@ pub fn info_fields() -> [(&'static str, String); 2] {
         ),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filter() -> WindowedFilter {
+        let spec = WindowSpec {
+            window_ms: 400,
+            slices: 4,
+            filter: FilterSpec::new(1000, 0.01, 2),
+        };
+        WindowedFilter::new(spec, 0, u64::MAX).unwrap()
+    }
+
+    #[test]
+    fn a_read_counts_the_generations_live_at_its_slice_oldest_first() {
+        let mut f = filter();
+        f.add(b"a", u64::MAX).unwrap();
+        f.advance_to(2);
+        let added = f.add_many(&[b"b", b"c"], u64::MAX);
+        assert_eq!(added, [Ok(true), Ok(true)]);
+        let view = |at| InfoView { filter: &f, at };
+        assert_eq!(view(Some(2)).slice_items(), [0, 0, 1, 0, 2]);
+        assert_eq!(
+            view(None).slice_items(),
+            [0, 0, 1, 0, 2],
+            "without a clock, back from the head"
+        );
+        // By slice 5 the first slice has left the window, though it is still held.
+        assert_eq!(view(Some(5)).slice_items(), [0, 2, 0, 0, 0]);
+        assert_eq!((items(&f, Some(5)), items(&f, None)), (2, 3));
+        assert_eq!((view(Some(5)).layers(), view(None).layers()), (1, 2));
+        assert!(!contains(&f, b"a", Some(5)) && contains(&f, b"a", None));
+        assert_eq!(
+            contains_many(&f, &[b"a", b"b"], Some(5)),
+            [false, true],
+            "the batch agrees"
+        );
+        assert_eq!(view(Some(7)).slice_items(), [0; 5]);
+        assert_eq!(view(Some(7)).oldest_age_ms(), None);
+        assert_eq!(view(Some(7)).estimated_fpr(), 0.0);
+    }
+}

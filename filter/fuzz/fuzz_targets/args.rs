@@ -35,7 +35,10 @@ fn check_spec(spec: &FilterSpec) {
 fn check_window(w: args::Window) {
     assert!((1..=args::MAX_WINDOW_MS).contains(&w.window_ms));
     assert!((1..=args::MAX_SLICES).contains(&w.slices));
-    assert!(w.window_ms >= u64::from(w.slices), "a slice of no milliseconds");
+    assert!(
+        w.window_ms >= u64::from(w.slices),
+        "a slice of no milliseconds"
+    );
 }
 
 fuzz_target!(|data: &[u8]| {
