@@ -169,19 +169,25 @@ fn lookups_by_a_clock_skip_expired_slices_without_dropping_them() {
 }
 
 #[test]
-fn an_add_of_an_item_from_an_older_slice_reports_it_present_and_refreshes_it() {
+fn an_add_of_an_item_from_an_older_slice_refreshes_it_and_says_it_was_in_the_window() {
     let mut f = WindowedFilter::new(wspec(1000, 4, 100, 2), 0, NO_LIMIT).unwrap();
-    assert_eq!(f.add(&item(1), NO_LIMIT), Ok(true));
+    let added = |changed, in_window| Ok(Added { changed, in_window });
+    assert_eq!(f.add_detailed(&item(1), NO_LIMIT), added(true, false));
+    assert_eq!(f.add_detailed(&item(1), NO_LIMIT), added(false, true));
     f.advance_to(3);
+    // Held by slice 0 only: the head slice takes it, a change to replicate.
+    assert_eq!(f.add_detailed(&item(1), NO_LIMIT), added(true, true));
     assert_eq!(f.add(&item(1), NO_LIMIT), Ok(false));
     assert_eq!(
-        f.add_many(&[&item(1)[..], &item(2)[..], &item(2)[..]], NO_LIMIT),
-        vec![Ok(false), Ok(true), Ok(false)]
+        f.add_many_detailed(&[&item(1)[..], &item(2)[..], &item(2)[..]], NO_LIMIT),
+        vec![added(false, true), added(true, false), added(false, true)]
     );
+    f.advance_to(4);
+    assert_eq!(f.add(&item(2), NO_LIMIT), Ok(true));
     // Slice 0 expires at 5; the refreshed copy in slice 3 lives on.
     assert_eq!(f.advance_to(5).expired, 1);
     assert!(f.contains(&item(1)));
-    assert_eq!(f.items(), 2);
+    assert_eq!(f.items(), 3);
 }
 
 #[test]
@@ -205,6 +211,16 @@ fn batches_answer_exactly_like_one_by_one() {
             }
             assert_eq!(many.add_many(&refs, NO_LIMIT), expected, "head {head}");
             assert_eq!(many, one);
+            let mut detailed = one.clone();
+            let mut singles = one.clone();
+            let got = detailed.add_many_detailed(&refs, NO_LIMIT);
+            let want: Vec<_> = refs
+                .iter()
+                .map(|r| singles.add_detailed(r, NO_LIMIT))
+                .take(got.len())
+                .collect();
+            assert_eq!(got, want, "head {head}");
+            assert_eq!(detailed, singles);
             let probes: Vec<Vec<u8>> = (0..200).map(item).collect();
             let probe_refs: Vec<&[u8]> = probes.iter().map(Vec::as_slice).collect();
             let singles: Vec<bool> = probe_refs.iter().map(|p| one.contains(p)).collect();
@@ -762,10 +778,11 @@ mod differential {
             match next() % 16 {
                 0..=6 => {
                     let i = next() % pool;
-                    let was = last_added.get(&i).is_some_and(|&k| live(&f, k));
-                    match f.add(&item(i), NO_LIMIT) {
-                        Ok(new) => {
-                            assert!(!(was && new), "{what}: a present item added as new");
+                    let was = last_added.get(&i).copied().filter(|&k| live(&f, k));
+                    match f.add_detailed(&item(i), NO_LIMIT) {
+                        Ok(a) => {
+                            assert!(was.is_none() || a.in_window, "{what}: item {i} was new");
+                            assert!(was != Some(f.head()) || !a.changed, "{what}: item {i}");
                             last_added.insert(i, f.head());
                         }
                         Err(e) => assert_eq!(e, FilterError::Full, "{what}"),
@@ -775,10 +792,12 @@ mod differential {
                     let items: Vec<u64> = (0..next() % 40).map(|_| next() % pool).collect();
                     let bytes: Vec<Vec<u8>> = items.iter().map(|&i| item(i)).collect();
                     let refs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
-                    let results = f.add_many(&refs, NO_LIMIT);
+                    let results = f.add_many_detailed(&refs, NO_LIMIT);
                     for (&i, r) in items.iter().zip(&results) {
                         match r {
-                            Ok(_) => {
+                            Ok(a) => {
+                                let was = last_added.get(&i).is_some_and(|&k| live(&f, k));
+                                assert!(!was || a.in_window, "{what}: item {i} was new");
                                 last_added.insert(i, f.head());
                             }
                             Err(e) => assert_eq!(*e, FilterError::Full, "{what}"),
