@@ -12,7 +12,7 @@
 //!
 //! Each slice is an ordinary [`ScalableFilter`] of capacity `ceil(capacity / slices)` (its
 //! planned share of the window) at `error / (slices + 1)`, so the union of the live
-//! generations stays under `error` at the planned load (the rates of a union add up at most).
+//! generations stays under `error` at the planned load (a union's rate is at most the sum of its parts').
 //! A slice busier than planned grows like any scaling filter; a non-scaling one refuses with
 //! `FilterError::Full`. Slices are created by the first add into them: moving the head
 //! allocates nothing, empty slices cost nothing, and a refused creation changes nothing.
@@ -51,7 +51,8 @@
 //!   `window_ms`, `slices`, `slice_ms`, `origin_ms`, `slice_summaries` (id, start, items,
 //!   capacity, bytes, layers), `layer_count` (over all slices), `memory_usage` (the allocator
 //!   model of `footprint`, the value's box included), `allocations` (every heap block but the
-//!   box), `try_clone`, `debug_lines`.
+//!   box), `try_clone`, `debug_lines`; `spec`, `slice_start_ms(id)`, and `slice_filters` (each
+//!   slice's id and `ScalableFilter`, for per-slice health figures).
 //! * Byte formats ([`codec`], its notes give the layout): `encode_header` (BF.SCANDUMP's first
 //!   chunk, the RDB value's first string), `is_window_header` (a BF.LOADCHUNK header's magic,
 //!   to be checked before the plain decoders), `decode_header(bytes, Strictness)` (validated,
