@@ -123,7 +123,7 @@ clean:
 
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := rdb_value redisbloom_rdb scandump_load args differential \
-  cuckoo_rdb cuckoo_scandump cuckoo_differential
+  cuckoo_rdb cuckoo_scandump cuckoo_differential window_rdb window_scandump
 # cargo-fuzz needs nightly flags; RUSTC_BOOTSTRAP lets the stable toolchain accept them.
 FUZZ_ENV := RUSTC_BOOTSTRAP=1
 

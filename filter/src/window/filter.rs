@@ -25,6 +25,16 @@ pub struct Advance {
     pub moved: bool,
 }
 
+/// What an add did, and what the window held before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Added {
+    /// The filter changed (the head slice did not hold the item): replicate it.
+    pub changed: bool,
+    /// The item answered present in the window before the add (the reply of a "was it
+    /// new?" add: 0 when true).
+    pub in_window: bool,
+}
+
 /// One live slice's figures (BF.INFO's per-slice items, the oldest slice's age).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SliceSummary {
@@ -280,18 +290,27 @@ impl WindowedFilter {
         (head, budget)
     }
 
-    /// Adds an item to the head slice (created if absent). `Ok(false)` when the item already
-    /// answered present in the window; it is in the head slice either way. Errors as
-    /// `ScalableFilter::add`'s, for the whole filter's `max_bytes`.
+    /// Adds an item to the head slice (created if absent). `Ok(true)` exactly when the filter
+    /// changed (the head slice did not hold the item), as `ScalableFilter::add`: an item held
+    /// only by an older slice is put into the head slice, so it lives a full window from now,
+    /// and that is a change to replicate. Errors as `ScalableFilter::add`'s, for the whole
+    /// filter's `max_bytes`. `add_detailed` also tells whether the window held it before.
     pub fn add(&mut self, item: &[u8], max_bytes: u64) -> Result<bool, FilterError> {
-        let earlier = self.older_contains(item);
         self.ensure_head(max_bytes)?;
         let (head, budget) = self.head_budget(max_bytes);
         let result = self.head_mut().add(item, budget);
-        match result {
-            Ok(new) => Ok(new && !earlier),
-            Err(e) => Err(self.whole_filter_error(e, head, max_bytes)),
-        }
+        result.map_err(|e| self.whole_filter_error(e, head, max_bytes))
+    }
+
+    /// `add`, also telling whether the item answered present in the window before (which
+    /// costs a lookup in every older slice).
+    pub fn add_detailed(&mut self, item: &[u8], max_bytes: u64) -> Result<Added, FilterError> {
+        let earlier = self.older_contains(item);
+        let changed = self.add(item, max_bytes)?;
+        Ok(Added {
+            changed,
+            in_window: earlier || !changed,
+        })
     }
 
     /// The head slice's filter, once `ensure_head` has made it.
@@ -299,13 +318,17 @@ impl WindowedFilter {
         &mut self.slices.last_mut().expect("the head slice").filter
     }
 
+    /// The slices before the head.
+    fn older(&self) -> &[Slice] {
+        match self.slices.last() {
+            Some(s) if s.id == self.head => &self.slices[..self.slices.len() - 1],
+            _ => &self.slices[..],
+        }
+    }
+
     /// Whether a slice before the head answers present.
     fn older_contains(&self, item: &[u8]) -> bool {
-        self.slices
-            .iter()
-            .rev()
-            .filter(|s| s.id != self.head)
-            .any(|s| s.filter.contains(item))
+        self.older().iter().rev().any(|s| s.filter.contains(item))
     }
 
     /// `add` for many items, with exactly the effect of adding them one by one in order; the
@@ -314,11 +337,6 @@ impl WindowedFilter {
         if items.is_empty() {
             return Vec::new();
         }
-        let older = match self.slices.last() {
-            Some(s) if s.id == self.head => &self.slices[..self.slices.len() - 1],
-            _ => &self.slices[..],
-        };
-        let earlier = Self::contains_many_in(older, items);
         if let Err(e) = self.ensure_head(max_bytes) {
             return vec![Err(e)];
         }
@@ -326,10 +344,26 @@ impl WindowedFilter {
         let results = self.head_mut().add_many(items, budget);
         results
             .into_iter()
+            .map(|r| r.map_err(|e| self.whole_filter_error(e, head, max_bytes)))
+            .collect()
+    }
+
+    /// `add_detailed` for many items, as `add_many` (an item repeated in the batch is in the
+    /// window from its second time on).
+    pub fn add_many_detailed(
+        &mut self,
+        items: &[&[u8]],
+        max_bytes: u64,
+    ) -> Vec<Result<Added, FilterError>> {
+        let earlier = Self::contains_many_in(self.older(), items);
+        self.add_many(items, max_bytes)
+            .into_iter()
             .zip(earlier)
-            .map(|(r, earlier)| match r {
-                Ok(new) => Ok(new && !earlier),
-                Err(e) => Err(self.whole_filter_error(e, head, max_bytes)),
+            .map(|(r, earlier)| {
+                r.map(|changed| Added {
+                    changed,
+                    in_window: earlier || !changed,
+                })
             })
             .collect()
     }

@@ -12,7 +12,7 @@
 //!
 //! Each slice is an ordinary [`ScalableFilter`] of capacity `ceil(capacity / slices)` (its
 //! planned share of the window) at `error / (slices + 1)`, so the union of the live
-//! generations stays under `error` at the planned load (the rates of a union add up at most).
+//! generations stays under `error` at the planned load (a union's rate is at most the sum of its parts').
 //! A slice busier than planned grows like any scaling filter; a non-scaling one refuses with
 //! `FilterError::Full`. Slices are created by the first add into them: moving the head
 //! allocates nothing, empty slices cost nothing, and a refused creation changes nothing.
@@ -35,9 +35,15 @@
 //! * `slice_of`, `head`, `due(current)`, `advance_to(current) -> Advance { expired, moved }`.
 //! * `contains`, `contains_many` (the slices held), `contains_at`, `contains_many_at` (the
 //!   slices live at `current`).
-//! * `add`, `add_many` with `ScalableFilter`'s results and errors: `Ok(false)` when the item
-//!   already answered present in the window (it is still put into the head slice, so it lives
-//!   a full window from now); a batch's results stop after its first error.
+//! * `add`, `add_many` with `ScalableFilter`'s results and errors: `Ok(true)` exactly when the
+//!   filter changed, i.e. the head slice did not hold the item. An item held only by an older
+//!   slice is put into the head slice (so it lives a full window from now) and answers
+//!   `Ok(true)`: the glue's rule "replicate what changed the filter" stays right, and a
+//!   replica refreshes it too. A batch's results stop after its first error.
+//! * `add_detailed`, `add_many_detailed` -> [`Added`] `{ changed, in_window }`: the same add,
+//!   also telling whether the item answered present in the window before (a lookup in every
+//!   older slice, one cache line each). A reply "1 = new to the window" is `!in_window`;
+//!   replication must still follow `changed`, never that reply.
 //! * `may_allocate(items)`: whether adding that many items could allocate (create the head
 //!   slice or grow it): the glue's memory limits apply only then.
 //! * Figures: `items` (the sum of the live slices' counts: an estimate, since an item added in
@@ -45,7 +51,8 @@
 //!   `window_ms`, `slices`, `slice_ms`, `origin_ms`, `slice_summaries` (id, start, items,
 //!   capacity, bytes, layers), `layer_count` (over all slices), `memory_usage` (the allocator
 //!   model of `footprint`, the value's box included), `allocations` (every heap block but the
-//!   box), `try_clone`, `debug_lines`.
+//!   box), `try_clone`, `debug_lines`; `spec`, `slice_start_ms(id)`, and `slice_filters` (each
+//!   slice's id and `ScalableFilter`, for per-slice health figures).
 //! * Byte formats ([`codec`], its notes give the layout): `encode_header` (BF.SCANDUMP's first
 //!   chunk, the RDB value's first string), `is_window_header` (a BF.LOADCHUNK header's magic,
 //!   to be checked before the plain decoders), `decode_header(bytes, Strictness)` (validated,
@@ -61,7 +68,7 @@ pub(crate) mod filter;
 #[cfg(test)]
 mod tests;
 
-pub use filter::{Advance, SliceSummary, WindowedFilter};
+pub use filter::{Added, Advance, SliceSummary, WindowedFilter};
 
 use crate::bloom::filter::FilterSpec;
 use crate::bloom::sizing::SizingError;

@@ -169,19 +169,25 @@ fn lookups_by_a_clock_skip_expired_slices_without_dropping_them() {
 }
 
 #[test]
-fn an_add_of_an_item_from_an_older_slice_reports_it_present_and_refreshes_it() {
+fn an_add_of_an_item_from_an_older_slice_refreshes_it_and_says_it_was_in_the_window() {
     let mut f = WindowedFilter::new(wspec(1000, 4, 100, 2), 0, NO_LIMIT).unwrap();
-    assert_eq!(f.add(&item(1), NO_LIMIT), Ok(true));
+    let added = |changed, in_window| Ok(Added { changed, in_window });
+    assert_eq!(f.add_detailed(&item(1), NO_LIMIT), added(true, false));
+    assert_eq!(f.add_detailed(&item(1), NO_LIMIT), added(false, true));
     f.advance_to(3);
+    // Held by slice 0 only: the head slice takes it, a change to replicate.
+    assert_eq!(f.add_detailed(&item(1), NO_LIMIT), added(true, true));
     assert_eq!(f.add(&item(1), NO_LIMIT), Ok(false));
     assert_eq!(
-        f.add_many(&[&item(1)[..], &item(2)[..], &item(2)[..]], NO_LIMIT),
-        vec![Ok(false), Ok(true), Ok(false)]
+        f.add_many_detailed(&[&item(1)[..], &item(2)[..], &item(2)[..]], NO_LIMIT),
+        vec![added(false, true), added(true, false), added(false, true)]
     );
+    f.advance_to(4);
+    assert_eq!(f.add(&item(2), NO_LIMIT), Ok(true));
     // Slice 0 expires at 5; the refreshed copy in slice 3 lives on.
     assert_eq!(f.advance_to(5).expired, 1);
     assert!(f.contains(&item(1)));
-    assert_eq!(f.items(), 2);
+    assert_eq!(f.items(), 3);
 }
 
 #[test]
@@ -205,6 +211,16 @@ fn batches_answer_exactly_like_one_by_one() {
             }
             assert_eq!(many.add_many(&refs, NO_LIMIT), expected, "head {head}");
             assert_eq!(many, one);
+            let mut detailed = one.clone();
+            let mut singles = one.clone();
+            let got = detailed.add_many_detailed(&refs, NO_LIMIT);
+            let want: Vec<_> = refs
+                .iter()
+                .map(|r| singles.add_detailed(r, NO_LIMIT))
+                .take(got.len())
+                .collect();
+            assert_eq!(got, want, "head {head}");
+            assert_eq!(detailed, singles);
             let probes: Vec<Vec<u8>> = (0..200).map(item).collect();
             let probe_refs: Vec<&[u8]> = probes.iter().map(Vec::as_slice).collect();
             let singles: Vec<bool> = probe_refs.iter().map(|p| one.contains(p)).collect();
@@ -431,6 +447,13 @@ mod formats {
             it = next;
         }
         g
+    }
+
+    /// Both formats read back, checked equal; the stream's copy is returned.
+    pub(crate) fn round_trip_both(f: &WindowedFilter) -> WindowedFilter {
+        let rdb = rdb_round_trip(f);
+        assert_eq!(&rdb, f);
+        stream_round_trip(f)
     }
 
     #[test]
@@ -726,5 +749,115 @@ mod formats {
         let loader = WindowLoader::new(h).unwrap();
         assert!(loader.next_piece_len().is_some());
         assert!(loader.finish().is_err());
+    }
+}
+
+mod differential {
+    use super::formats::round_trip_both;
+    use super::*;
+    use crate::hash::mix64;
+    use std::collections::HashMap;
+
+    /// A seeded random walk of adds, batches, moves of the window, clones and round trips of
+    /// both formats, against a model of when each item was last added: an item added within
+    /// the window is never missing, and adding it again says it was present.
+    fn walk(seed: u64, spec: WindowSpec, steps: usize) {
+        let mut state = seed;
+        let mut next = move || {
+            state = mix64(state.wrapping_add(0x9e37_79b9_7f4a_7c15));
+            state
+        };
+        let slices = u64::from(spec.slices);
+        let mut f = WindowedFilter::new(spec, 1_000_000, NO_LIMIT).unwrap();
+        // item -> the slice it was last put into.
+        let mut last_added: HashMap<u64, u64> = HashMap::new();
+        let pool = 4 * spec.filter.capacity;
+        let live = |f: &WindowedFilter, k: u64| k + slices >= f.head();
+        for step in 0..steps {
+            let what = format!("seed {seed} step {step} head {}", f.head());
+            match next() % 16 {
+                0..=6 => {
+                    let i = next() % pool;
+                    let was = last_added.get(&i).copied().filter(|&k| live(&f, k));
+                    match f.add_detailed(&item(i), NO_LIMIT) {
+                        Ok(a) => {
+                            assert!(was.is_none() || a.in_window, "{what}: item {i} was new");
+                            assert!(was != Some(f.head()) || !a.changed, "{what}: item {i}");
+                            last_added.insert(i, f.head());
+                        }
+                        Err(e) => assert_eq!(e, FilterError::Full, "{what}"),
+                    }
+                }
+                7..=8 => {
+                    let items: Vec<u64> = (0..next() % 40).map(|_| next() % pool).collect();
+                    let bytes: Vec<Vec<u8>> = items.iter().map(|&i| item(i)).collect();
+                    let refs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+                    let results = f.add_many_detailed(&refs, NO_LIMIT);
+                    for (&i, r) in items.iter().zip(&results) {
+                        match r {
+                            Ok(a) => {
+                                let was = last_added.get(&i).is_some_and(|&k| live(&f, k));
+                                assert!(!was || a.in_window, "{what}: item {i} was new");
+                                last_added.insert(i, f.head());
+                            }
+                            Err(e) => assert_eq!(*e, FilterError::Full, "{what}"),
+                        }
+                    }
+                }
+                9..=11 => {
+                    // Mostly a slice at a time; now and then past the whole window.
+                    let by = match next() % 8 {
+                        0 => slices + 1 + next() % 3,
+                        1 => 0,
+                        _ => 1,
+                    };
+                    let to = f.head() + by;
+                    let held = f.slice_summaries().len();
+                    let a = f.advance_to(to);
+                    assert_eq!(a.moved, by > 0, "{what}");
+                    assert_eq!(f.slice_summaries().len() + a.expired as usize, held);
+                    assert_eq!(f.advance_to(to), Advance::default(), "{what}");
+                }
+                12 => f = f.try_clone().unwrap(),
+                13 => f = round_trip_both(&f),
+                _ => {
+                    // A primary that cannot write answers by its clock, a slice or two on.
+                    let ahead = f.head() + next() % 3;
+                    for (&i, &k) in &last_added {
+                        if k + slices >= ahead {
+                            assert!(f.contains_at(&item(i), ahead), "{what}: item {i}");
+                        }
+                    }
+                }
+            }
+            last_added.retain(|_, k| live(&f, *k));
+            assert!(f.slice_summaries().len() <= slices as usize + 1, "{what}");
+            if step % 50 == 0 || step + 1 == steps {
+                let ids: Vec<u64> = last_added.keys().copied().collect();
+                let bytes: Vec<Vec<u8>> = ids.iter().map(|&i| item(i)).collect();
+                let refs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+                assert!(f.contains_many(&refs).into_iter().all(|x| x), "{what}");
+                assert!(
+                    f.contains_many_at(&refs, f.head()).into_iter().all(|x| x),
+                    "{what}"
+                );
+                for (r, i) in refs.iter().zip(&ids) {
+                    assert!(f.contains(r), "{what}: item {i} of the window is missing");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn no_item_of_the_window_is_ever_missing_across_moves_clones_and_round_trips() {
+        for seed in 0..12u64 {
+            let slices = [1, 2, 4, 7][seed as usize % 4];
+            let expansion = if seed % 3 == 2 { 0 } else { 2 };
+            let mut spec = wspec(10_000, slices, 30 + seed * 10, expansion);
+            if seed % 4 == 3 {
+                spec.filter.layout = Layout::Classic;
+            }
+            walk(seed, spec, 1500);
+        }
     }
 }
