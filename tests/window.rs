@@ -722,6 +722,9 @@ fn a_replica_and_aof_replay_agree_with_the_primary_after_expiries() {
     con_madd(&mut pc, "w", &["a", "b"]);
     advance(&mut pc, SLICE);
     con_madd(&mut pc, "w", &["c"]);
+    // "b" is renewed into slice 1: no news to the client (0), a change to replicate.
+    assert_eq!(pc.q::<i64>(&cmd!("BF.ADD", "w", "b")), 0);
+    assert_eq!(pc.q::<Vec<i64>>(&cmd!("BF.MADD", "w", "b", "e")), [0, 1]);
     sync(&mut pc);
     assert_eq!(digest(&mut rc, "w"), digest(&mut pc, "w"));
     // Slice 0 leaves the primary's window. Until the primary writes the key, the replica
@@ -732,13 +735,14 @@ fn a_replica_and_aof_replay_agree_with_the_primary_after_expiries() {
         exists(&mut rc, "w", "a"),
         "the replica holds what the primary holds"
     );
-    assert_eq!(rc.q::<i64>(&cmd!("BF.CARD", "w")), 3);
-    assert_eq!(pc.q::<i64>(&cmd!("BF.CARD", "w")), 1);
+    assert_eq!(rc.q::<i64>(&cmd!("BF.CARD", "w")), 5);
+    assert_eq!(pc.q::<i64>(&cmd!("BF.CARD", "w")), 3);
     // The primary's next write expires slice 0 and replicates that first.
     con_madd(&mut pc, "w", &["d"]);
     sync(&mut pc);
     assert!(!exists(&mut rc, "w", "a"));
     assert!(exists(&mut rc, "w", "c") && exists(&mut rc, "w", "d"));
+    assert!(exists(&mut rc, "w", "b"), "renewed on the replica too");
     assert_eq!(digest(&mut rc, "w"), digest(&mut pc, "w"));
     // An idle filter expires on the primary's BF.WINDOWADVANCE, replicated as it.
     advance(&mut pc, 10 * SLICE);

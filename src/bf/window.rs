@@ -191,21 +191,28 @@ pub fn add_items(
     } else {
         Limits::NONE
     };
-    let results = if let [item] = items {
-        vec![filter.add(item, limits.bytes())]
+    let outcomes = if let [item] = items {
+        vec![filter.add_detailed(item, limits.bytes())]
     } else {
-        filter.add_many(items, limits.bytes())
+        filter.add_many_detailed(items, limits.bytes())
     };
     let reply = Reply::new(ctx);
     if multi {
-        reply.array(results.len());
+        reply.array(outcomes.len());
     }
-    for result in &results {
-        match result {
-            Ok(added) => reply.boolean(*added),
+    // The reply says whether the item was new to the window; replication follows what
+    // changed the filter: an item held only by an older slice is renewed into the head slice,
+    // and a replica must renew it too.
+    for outcome in &outcomes {
+        match outcome {
+            Ok(added) => reply.boolean(!added.in_window),
             Err(e) => reply.error(&limits.add_error(e.clone())),
         }
     }
+    let results: Vec<_> = outcomes
+        .into_iter()
+        .map(|outcome| outcome.map(|added| added.changed))
+        .collect();
     propagate::after_window_add(
         ctx,
         key_name,
