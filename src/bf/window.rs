@@ -134,8 +134,8 @@ pub fn create<'k>(
         filter: spec,
     };
     let limits = Limits::for_creation(flags, crate::config::max_filter_bytes(flags));
-    // Creations are replicated as their header, which carries the origin: a creating command
-    // arrives from a primary or the AOF only from a build that did otherwise, and then the
+    // Creations replicate as their header, which carries the origin; a creating command can
+    // reach a replica or the AOF only from a build that replicated it as sent, and then the
     // local clock is the only one there is.
     let filter = WindowedFilter::new(spec, clock::now_ms(), limits.bytes())
         .map_err(|e| limits.create_error(e))?;
@@ -181,11 +181,11 @@ pub fn add_items(
     verbatim: bool,
 ) -> CommandResult {
     let flags = ctx.get_flags();
-    let expired = if created.is_none() {
-        expire_due(ctx, key_name, filter)
-    } else {
-        0
-    };
+    // Replicated before the add's own command, which Redis keeps in order (both through
+    // `RedisModule_Replicate` or `ReplicateVerbatim`).
+    if created.is_none() {
+        expire_due(ctx, key_name, filter);
+    }
     let limits = if filter.may_allocate(items.len()) {
         Limits::for_window_add(&flags, filter.memory_usage())
     } else {
@@ -220,8 +220,7 @@ pub fn add_items(
             created,
             items: item_args,
             results: &results,
-            // An advance replicated before the add makes it two commands either way.
-            verbatim: verbatim && expired == 0,
+            verbatim,
         },
     );
     Ok(())
