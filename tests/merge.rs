@@ -393,6 +393,19 @@ fn command_getkeys_names_the_destination_and_every_source() {
     };
     assert_eq!(flags(&specs[0]), ["OW", "update"]);
     assert_eq!(flags(&specs[1]), ["RO", "access"]);
+    // COMMAND DOCS: each key argument points at its key spec; the sources repeat.
+    let v = con.raw(&cmd!("COMMAND", "DOCS", "BF.MERGE"));
+    let doc = pairs(&pairs(&v)[0].1);
+    let Some((_, Value::Array(arguments))) = doc.iter().find(|(k, _)| k == "arguments") else {
+        panic!("{doc:?}")
+    };
+    let field = |arg: &Value, name: &str| -> Value {
+        pairs(arg).into_iter().find(|(k, _)| k == name).unwrap().1
+    };
+    assert_eq!(field(&arguments[0], "key_spec_index"), Value::Int(0));
+    assert_eq!(field(&arguments[1], "key_spec_index"), Value::Int(1));
+    let source_flags: Vec<String> = redis::from_redis_value(field(&arguments[1], "flags")).unwrap();
+    assert_eq!(source_flags, ["multiple"]);
 }
 
 /// A merged classic filter is RedisBloom's data: dumped with BF.SCANDUMP and loaded into

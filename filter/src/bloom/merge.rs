@@ -305,6 +305,25 @@ fn check<L: MergeLayer>(sources: &[&Chain<L>]) -> Result<usize, MergeError> {
     Ok(longest)
 }
 
+/// The sources without repeats (the same filter named twice, `BF.MERGE d a a`), in their
+/// order: a repeat adds no bit, and ORing it again would cost its whole size each time a
+/// client lists it.
+fn distinct<'a, L: Layer>(sources: &[&'a Chain<L>]) -> Result<Vec<&'a Chain<L>>, MergeError> {
+    let mut seen: Vec<(usize, usize)> = try_vec(sources.len())?;
+    seen.extend(
+        sources
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (*c as *const Chain<L> as usize, i)),
+    );
+    seen.sort_unstable();
+    seen.dedup_by_key(|(address, _)| *address);
+    seen.sort_unstable_by_key(|&(_, i)| i);
+    let mut out = try_vec(seen.len())?;
+    out.extend(seen.iter().map(|&(_, i)| sources[i]));
+    Ok(out)
+}
+
 /// Bytes the union of `sources` takes (the allocator model), without allocating; the sources
 /// are checked compatible.
 fn union_bytes<L: MergeLayer>(sources: &[&Chain<L>]) -> Result<u64, MergeError> {
@@ -329,12 +348,13 @@ fn union<L: MergeLayer>(sources: &[&Chain<L>], max_bytes: u64) -> Result<Chain<L
         }
         .into());
     }
+    let sources = distinct(sources)?;
     let mut layers = try_vec(longest.layer_count())?;
     for (index, template) in longest.layers().iter().enumerate() {
         let mut layer = L::zeroed(L::plan_of(template.meta()))?;
         // The source with the most items here, and what its bits alone account for.
         let (mut most, mut most_bits, mut sum) = (0u64, 0.0f64, 0u64);
-        for source in sources {
+        for source in &sources {
             let Some(part) = source.layers().get(index) else {
                 continue;
             };
@@ -625,6 +645,31 @@ mod tests {
                 assert_eq!(layer_items(&union).iter().sum::<u64>(), union.items());
             }
         }
+    }
+
+    #[test]
+    fn a_source_named_again_adds_nothing_and_is_read_once() {
+        let s = spec(100, 0.01, 2, Layout::Classic);
+        let (a, b) = (
+            filled(s, &items(11, 700, 1 << 40)),
+            filled(s, &items(12, 90, 1 << 40)),
+        );
+        let chains = |fs: &[&ScalableFilter]| -> Vec<*const Chain<ClassicLayer>> {
+            let picked = chains_of(fs, classic).unwrap();
+            distinct(&picked)
+                .unwrap()
+                .into_iter()
+                .map(|c| c as *const _)
+                .collect()
+        };
+        let once = chains(&[&a, &b]);
+        assert_eq!(chains(&[&a, &b, &a, &a, &b]), once);
+        assert_eq!(chains(&[&b, &a, &b]), [once[1], once[0]]);
+        let union = ScalableFilter::union(&[&a, &b], NO_LIMIT).unwrap();
+        assert_eq!(
+            ScalableFilter::union(&[&a, &b, &a, &b, &b], NO_LIMIT).unwrap(),
+            union
+        );
     }
 
     #[test]
