@@ -29,8 +29,8 @@
 //!
 //! # For filters made of several chains
 //! A structure holding several chains (a time-windowed filter's slices) merges chain by chain:
-//! `compatible` per pair, `union_bytes` summed to check a memory limit once, then `union` of
-//! each.
+//! `ScalableFilter::mismatch` per pair, `ScalableFilter::union_bytes` summed to check a memory
+//! limit once, then `ScalableFilter::union` of each.
 
 use std::fmt;
 
@@ -82,9 +82,8 @@ impl MergeLayer for BlockedLayer {
 
 impl MergeLayer for ClassicLayer {
     fn same_hashing(a: &ClassicParams, b: &ClassicParams) -> bool {
-        // The hash width (FORCE64) decides the probes; NOROUND shows in the layers' plans
-        // too, but filters that differ in it are refused as differently hashed, which they
-        // are at the level of their parameters.
+        // The hash width (FORCE64) decides the probes and NOROUND the layers' sizes: filters
+        // that differ in either are refused under the name of their option bits.
         a.options & !OPT_NO_SCALING == b.options & !OPT_NO_SCALING
     }
 
