@@ -48,6 +48,8 @@ fn key_flags(access: KeyAccess) -> u64 {
         KeyAccess::ReadMeta => raw::REDISMODULE_CMD_KEY_RO,
         KeyAccess::Insert => raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_INSERT,
         KeyAccess::Update => raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
+        // The old value is not read: it is overwritten, as SUNIONSTORE's destination is.
+        KeyAccess::Replace => raw::REDISMODULE_CMD_KEY_OW | raw::REDISMODULE_CMD_KEY_UPDATE,
     })
 }
 
@@ -72,17 +74,25 @@ impl Arena {
 
     /// A zero-terminated array of arguments; the pointer stays valid while the arena lives
     /// (the vector's heap buffer does not move when the vector itself is moved).
+    /// The `n`-th key argument of a command is found by its `n`-th key spec (`key_specs`).
     fn args(&mut self, args: &[Arg]) -> *mut raw::RedisModuleCommandArg {
         if args.is_empty() {
             return std::ptr::null_mut();
         }
         let mut out: Vec<raw::RedisModuleCommandArg> = Vec::with_capacity(args.len() + 1);
+        let mut keys = 0;
         for a in args {
             let subargs = self.args(a.subargs);
+            let key_spec_index = if a.kind == ArgKind::Key {
+                keys += 1;
+                keys - 1
+            } else {
+                -1
+            };
             out.push(raw::RedisModuleCommandArg {
                 name: self.text(a.name),
                 type_: arg_type(a.kind),
-                key_spec_index: if a.kind == ArgKind::Key { 0 } else { -1 },
+                key_spec_index,
                 token: self.maybe(a.token),
                 summary: std::ptr::null(),
                 since: std::ptr::null(),
@@ -101,18 +111,27 @@ impl Arena {
     }
 }
 
-/// The key spec every BF command has: the key is argument 1, a single key.
-fn key_specs(access: KeyAccess) -> [raw::RedisModuleCommandKeySpec; 2] {
-    // SAFETY: all-zero is a valid key spec (null notes, zero flags and unions); the second
-    // element is the zero terminator Redis expects.
-    let mut specs: [raw::RedisModuleCommandKeySpec; 2] = unsafe { std::mem::zeroed() };
+/// A command's key specs: the key at argument 1 alone, or for `Replace` the destination at
+/// argument 1 (overwritten) and the sources from argument 2 to the last (read).
+fn key_specs(access: KeyAccess) -> [raw::RedisModuleCommandKeySpec; 3] {
+    // SAFETY: all-zero is a valid key spec (null notes, zero flags and unions); the first
+    // all-zero element after the used ones is the terminator Redis expects.
+    let mut specs: [raw::RedisModuleCommandKeySpec; 3] = unsafe { std::mem::zeroed() };
+    let range = |spec: &mut raw::RedisModuleCommandKeySpec, pos: c_int, lastkey: c_int| {
+        spec.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
+        spec.bs.index.pos = pos;
+        spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
+        spec.fk.range.lastkey = lastkey;
+        spec.fk.range.keystep = 1;
+        spec.fk.range.limit = 0;
+    };
     specs[0].flags = key_flags(access);
-    specs[0].begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
-    specs[0].bs.index.pos = 1;
-    specs[0].find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
-    specs[0].fk.range.lastkey = 0;
-    specs[0].fk.range.keystep = 1;
-    specs[0].fk.range.limit = 0;
+    range(&mut specs[0], 1, 0);
+    if access == KeyAccess::Replace {
+        specs[1].flags = key_flags(KeyAccess::Read);
+        // From argument 2 to the last one (`-1`).
+        range(&mut specs[1], 2, -1);
+    }
     specs
 }
 

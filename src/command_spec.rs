@@ -70,13 +70,28 @@ pub enum KeyAccess {
     Insert,
     /// Overwrites part of the value (RW, UPDATE).
     Update,
+    /// Replaces the value (OW, UPDATE) with one computed from the keys after it, which it
+    /// reads (RO, ACCESS): argument 1 is the destination, every later argument a source key.
+    Replace,
 }
 
 impl KeyAccess {
     /// Whether the key spec says RW (else RO).
     #[cfg_attr(not(test), allow(dead_code))] // the tests' (`#[path]`) read it
     pub const fn writes(self) -> bool {
-        matches!(self, KeyAccess::Insert | KeyAccess::Update)
+        matches!(
+            self,
+            KeyAccess::Insert | KeyAccess::Update | KeyAccess::Replace
+        )
+    }
+
+    /// The legacy key range Redis is told at registration, `(first, last, step)`: argument 1
+    /// alone, or for `Replace` every argument from 1 on (`-1`: the last).
+    pub const fn key_range(self) -> (i32, i32, i32) {
+        match self {
+            KeyAccess::Replace => (1, -1, 1),
+            _ => (1, 1, 1),
+        }
     }
 }
 

@@ -124,13 +124,15 @@ macro_rules! command_table {
 }
 pub(crate) use command_table;
 
-/// Creates every command of the tables (key at argument 1 for all of them).
+/// Creates every command of the tables (first key at argument 1 for all of them).
 pub fn register(ctx: &Context, tables: &[&[Command]]) -> Result<(), String> {
     for command in tables.iter().copied().flatten() {
         let name = CString::new(command.spec.name).map_err(|e| e.to_string())?;
         let flags = CString::new(command.spec.flags).map_err(|e| e.to_string())?;
-        let created = raw_api::create_command(ctx, &name, Some(command.entry), &flags, (1, 1, 1))
-            .map_err(|e| e.to_string())?;
+        let (first, last, step) = command.spec.key.key_range();
+        let created =
+            raw_api::create_command(ctx, &name, Some(command.entry), &flags, (first, last, step))
+                .map_err(|e| e.to_string())?;
         if !created {
             return Err(format!("cannot create command {}", command.spec.name));
         }

@@ -2,6 +2,7 @@
 //! `ERR ` prefix; clients match on them, so they are reproduced exactly.
 
 use layerbloom_filter::bloom::codec::CodecError;
+use layerbloom_filter::bloom::merge::{Incompatible, MergeError};
 use layerbloom_filter::FilterError;
 
 /// An error reply of a BF command. `Display` is the exact text sent to the client.
@@ -111,6 +112,15 @@ pub enum BfError {
     /// The allocator refused the few bytes that view a long command's arguments.
     #[error("OOM not enough memory to read the command's arguments")]
     ArgumentsOutOfMemory,
+    /// BF.MERGE of filters that do not share their parameters and layout: which source
+    /// differs from the first, and in what.
+    #[error("ERR incompatible filters: {0}")]
+    MergeIncompatible(Incompatible),
+    #[error(
+        "ERR the merged filter would need {needed} bytes, over the per-filter limit \
+         bf-max-filter-memory of {limit} bytes"
+    )]
+    MergeOverLimit { needed: u64, limit: u64 },
     /// A new layer would take used memory past `maxmemory`: Redis's own text for a deny-oom
     /// command refused at maxmemory, so clients handle both alike.
     #[error("OOM command not allowed when used memory > 'maxmemory'.")]
@@ -187,6 +197,18 @@ impl BfError {
         }
     }
 
+    /// The error of a refused BF.MERGE (the per-filter limit's; `maxmemory`'s is told apart
+    /// by the caller, which knows the limits).
+    pub fn from_merge(e: MergeError) -> Self {
+        match e {
+            MergeError::Incompatible(i) => BfError::MergeIncompatible(i),
+            MergeError::Filter(FilterError::OverLimit { needed, limit }) => {
+                BfError::MergeOverLimit { needed, limit }
+            }
+            MergeError::NoSources | MergeError::Filter(_) => BfError::CouldNotCreate,
+        }
+    }
+
     /// The error of a rejected `BF.LOADCHUNK`.
     pub fn from_codec(e: CodecError) -> Self {
         match e {
@@ -201,6 +223,7 @@ impl BfError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use layerbloom_filter::bloom::merge::Mismatch;
 
     /// Clients match on these texts: a change here breaks them.
     #[test]
@@ -311,6 +334,25 @@ mod tests {
             (
                 BfError::ArgumentsOutOfMemory,
                 "OOM not enough memory to read the command's arguments",
+            ),
+            (
+                BfError::MergeIncompatible(Incompatible {
+                    source: 1,
+                    mismatch: Mismatch::ErrorRate {
+                        first: 0.01,
+                        this: 0.001,
+                    },
+                }),
+                "ERR incompatible filters: source 2 has error rate 0.001, source 1 has error \
+                 rate 0.01",
+            ),
+            (
+                BfError::MergeOverLimit {
+                    needed: 10,
+                    limit: 5,
+                },
+                "ERR the merged filter would need 10 bytes, over the per-filter limit \
+                 bf-max-filter-memory of 5 bytes",
             ),
             (
                 BfError::OverMaxmemory,

@@ -14,6 +14,7 @@
 //!   header);
 //! - `bf.add`: an add changed the filter (at least one item was new);
 //! - `bf.loadchunk`: a BF.LOADCHUNK was applied;
+//! - `bf.merge`: BF.MERGE stored the union of its sources in its destination key;
 //! - `bf.capacity`: an add took the newest layer to the capacity-warning threshold
 //!   (`bf-capacity-warning`, 70% by default), once per layer; the server log gets a warning
 //!   naming the key (at most `log_limit::LINES_PER_SECOND` such lines a second server-wide,
@@ -80,6 +81,10 @@ pub enum Change<'a> {
     },
     /// A BF.LOADCHUNK was applied; `created` when it was the header.
     Loaded { created: bool },
+    /// BF.MERGE stored a union under the key. Replicated verbatim: the union depends only on
+    /// the sources, which the replica (and the AOF) hold identically, not on any setting (the
+    /// limits that could refuse it do not apply to replicated and replayed commands).
+    Merged,
 }
 
 /// Replicates and notifies a write.
@@ -117,6 +122,10 @@ pub fn after_write(ctx: &Context, key: &RedisString, change: Change) {
                 notify(ctx, c"bf.reserve", key);
             }
             notify(ctx, c"bf.loadchunk", key);
+        }
+        Change::Merged => {
+            ctx.replicate_verbatim();
+            notify(ctx, c"bf.merge", key);
         }
     }
 }

@@ -274,6 +274,54 @@ fn every_bf_command_works_through_a_cluster_client_and_keys_route_by_slot() {
     );
 }
 
+#[test]
+fn bf_merge_works_within_a_slot_and_is_refused_across_slots() {
+    let cluster = Cluster::start();
+    let mut cc = cluster.client();
+    let (a, b, dest) = ("{team}:a", "{team}:b", "{team}:union");
+    let _: String = cq(&mut cc, &cmd!("BF.RESERVE", a, "0.01", 100));
+    let _: String = cq(&mut cc, &cmd!("BF.RESERVE", b, "0.01", 100));
+    let (xs, ys) = (items("x", 300), items("y", 300));
+    for (k, list) in [(a, &xs), (b, &ys)] {
+        let mut c = cmd!("BF.MADD", k);
+        for i in list {
+            c.arg(i.as_slice());
+        }
+        let _: Vec<i64> = cq(&mut cc, &c);
+    }
+    // Keys under one hash tag: routed by the client to their node, merged there.
+    let _: String = cq(&mut cc, &cmd!("BF.MERGE", dest, a, b));
+    let mut c = cmd!("BF.MEXISTS", dest);
+    for i in xs.iter().chain(&ys) {
+        c.arg(i.as_slice());
+    }
+    let found: Vec<i64> = cq(&mut cc, &c);
+    assert!(
+        found.iter().all(|&f| f == 1),
+        "an item is missing from the union"
+    );
+    // The key specs name every key: a destination in another slot than its sources is
+    // refused by the server before the command runs, and nothing is created.
+    let other = "{elsewhere}:union";
+    assert_ne!(cluster.slot(other), cluster.slot(a));
+    let owner = cluster.owner(cluster.slot(a));
+    let mut con = cluster.nodes[owner].conn();
+    assert_eq!(
+        con.err_text(&cmd!("BF.MERGE", other, a, b)),
+        "CROSSSLOT Keys in request don't hash to the same slot"
+    );
+    assert_eq!(
+        con.err_text(&cmd!("BF.MERGE", dest, a, "{elsewhere}:src")),
+        "CROSSSLOT Keys in request don't hash to the same slot"
+    );
+    let total: i64 = cluster
+        .nodes
+        .iter()
+        .map(|n| n.conn().q::<i64>(&cmd!("DBSIZE")))
+        .sum();
+    assert_eq!(total, 3, "only the two sources and the union exist");
+}
+
 /// Builds filters of several kinds under one hash tag (one slot) through the client; returns
 /// the keys and the items each holds.
 fn tagged_filters(cc: &mut ClusterConnection, tag: &str) -> Vec<(String, Vec<Vec<u8>>)> {

@@ -1357,8 +1357,9 @@ fn arg_names(spec: &table::CommandSpec) -> Vec<&'static str> {
 /// command table: its arity as `COMMAND INFO` reports it, its arguments as `COMMAND DOCS`
 /// names them, whether it writes and whether it is fast. The tests below check the server
 /// against the table; this pins the table itself, so a change to it that users would see
-/// (a flag, an arity, an argument) fails a test.
-const WHAT_USERS_SEE: [(&str, i32, &[&str], bool, bool); 12] = [
+/// (a flag, an arity, an argument) fails a test. BF.MERGE and BF.WINDOWADVANCE are
+/// layerbloom's own.
+const WHAT_USERS_SEE: [(&str, i32, &[&str], bool, bool); 13] = [
     (
         "bf.reserve",
         -4,
@@ -1399,6 +1400,7 @@ const WHAT_USERS_SEE: [(&str, i32, &[&str], bool, bool); 12] = [
     ("bf.card", 2, &["key"], false, true),
     ("bf.scandump", 3, &["key", "iterator"], false, false),
     ("bf.loadchunk", 4, &["key", "iterator", "data"], true, false),
+    ("bf.merge", -3, &["destination", "source"], true, false),
     ("bf.debug", 2, &["key"], false, false),
     ("bf.windowadvance", -2, &["key", "slice"], true, true),
 ];
@@ -1431,7 +1433,7 @@ fn command_docs_describe_every_bf_command() {
     let mut con = s.conn();
     assert_eq!(
         table::commands().count(),
-        12,
+        13,
         "every BF command is in the table"
     );
     for spec in table::commands() {
@@ -1526,20 +1528,32 @@ fn command_info_gives_arity_flags_and_key_specs() {
             "{name} {flags:?}"
         );
         // First key, last key, step.
+        let (first, last, step) = entry.key.key_range();
         assert_eq!(
             info[3..6],
-            [Value::Int(1), Value::Int(1), Value::Int(1)],
+            [
+                Value::Int(first.into()),
+                Value::Int(last.into()),
+                Value::Int(step.into())
+            ],
             "{name}"
         );
-        // One key spec: the key at index 1, read-only or read-write.
+        // The first key spec: the key at index 1, read-only, read-write, or overwritten
+        // (BF.MERGE's destination; its sources' spec has a test of its own, tests/merge.rs).
         let Value::Array(specs) = &info[8] else {
             panic!("{name}: {info:?}")
         };
-        assert_eq!(specs.len(), 1, "{name}");
+        let replace = entry.key == table::KeyAccess::Replace;
+        assert_eq!(specs.len(), if replace { 2 } else { 1 }, "{name}");
         let spec = pairs(&specs[0]);
         let spec_flags: Vec<String> = redis::from_redis_value(get(&spec, "flags").clone()).unwrap();
+        let access = match (write, replace) {
+            (true, true) => "OW",
+            (true, false) => "RW",
+            (false, _) => "RO",
+        };
         assert!(
-            spec_flags.contains(&(if write { "RW" } else { "RO" }).to_string()),
+            spec_flags.contains(&access.to_string()),
             "{name}: {spec_flags:?}"
         );
         assert_eq!(entry.key.writes(), write, "{name}");
@@ -1547,7 +1561,7 @@ fn command_info_gives_arity_flags_and_key_specs() {
             table::KeyAccess::Read => "access",
             table::KeyAccess::ReadMeta => "RO",
             table::KeyAccess::Insert => "insert",
-            table::KeyAccess::Update => "update",
+            table::KeyAccess::Update | table::KeyAccess::Replace => "update",
         };
         assert!(
             spec_flags.iter().any(|f| f.eq_ignore_ascii_case(detail)),

@@ -6,6 +6,7 @@ use crate::dispatch::command_table;
 
 pub mod args;
 pub mod handlers;
+pub mod merge;
 mod table;
 pub mod window;
 

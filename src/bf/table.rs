@@ -162,6 +162,23 @@ super::command_table! {
             arg("data", ArgKind::String),
         ],
     },
+    crate::bf::merge::merge => CommandSpec {
+        name: "bf.merge",
+        flags: "write deny-oom",
+        arity: Arity::AtLeast(3),
+        key: KeyAccess::Replace,
+        summary: "Stores in the destination key the union of Bloom filters created with the same parameters, replacing its filter; its item count is estimated",
+        complexity: "O(n), where n is the total size of the source filters",
+        // layerbloom's own: RedisBloom has no such command.
+        since: None,
+        args: &[
+            arg("destination", ArgKind::Key),
+            Arg {
+                multiple: true,
+                ..arg("source", ArgKind::Key)
+            },
+        ],
+    },
     crate::bf::handlers::debug => CommandSpec {
         name: "bf.debug",
         flags: "readonly",

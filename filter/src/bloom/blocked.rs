@@ -345,6 +345,12 @@ impl BlockedLayer {
         &self.meta
     }
 
+    /// Sets the item count, which a merge estimates from the bits (`merge`). The layer's
+    /// huge-page hint was given when its bits were written, so nothing else follows from it.
+    pub(crate) fn set_items(&mut self, items: u64) {
+        self.meta.items = items;
+    }
+
     /// Items added to this layer.
     pub fn items(&self) -> u64 {
         self.meta.items

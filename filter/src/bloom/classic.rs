@@ -225,6 +225,11 @@ impl ClassicLayer {
         self.meta.size >= self.meta.entries
     }
 
+    /// Sets the item count (RedisBloom's `size`), which a merge estimates from the bits.
+    pub(crate) fn set_items(&mut self, items: u64) {
+        self.meta.size = items;
+    }
+
     pub fn set_bits(&self) -> u64 {
         self.set_bits
     }
