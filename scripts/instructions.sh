@@ -21,11 +21,15 @@
 # same binary: a filter reserved for 4e6 items (RedisBloom's defaults: bucket size 2, 4 MiB of
 # slots, one sub-filter that never grows in the run), holding 400,000 items first (the
 # numbers redis-benchmark draws for single commands, each added twice, so that a delete of a
-# number drawn twice still finds a copy). The core's share is the inclusive cost of the calls
-# from outside the core into its entry points (layerbloom: `CuckooFilter::add`, `delete`,
-# `contains`, `insert_many`, `contains_many`; RedisBloom: `CuckooFilter_Insert`, `_Check`,
-# `_Delete`, `_InsertUnique` and its item hash, `MurmurHash64A_Bloom`, which its command
-# handlers call), so hashing counts as core on both sides; the rest is the glue and Redis.
+# number drawn twice still finds a copy). Each command's instructions are split three ways:
+# Redis's own path (parsing the command, looking it up, sending replies: the same code for
+# both modules, and what moves between runs, with the server's timers), the module's command
+# (the inclusive cost of Redis's calls into `RedisModuleCommandDispatcher`), and within it the
+# core: the inclusive cost of the calls from outside the core into its entry points
+# (layerbloom: `CuckooFilter::add`, `delete`, `contains`, `insert_many`, `contains_many`;
+# RedisBloom: `CuckooFilter_Insert`, `_Check`, `_Delete`, `_InsertUnique` and its item hash,
+# `MurmurHash64A_Bloom`, which its command handlers call), so hashing counts as core on both
+# sides; the glue is the rest of the module's command.
 #
 #   scripts/instructions.sh [liblayerbloom.so] [redisbloom.so]     (make bench-instructions)
 #
@@ -91,20 +95,21 @@ count() {
     on && /^[0-9]/ { sum += $2 } END { print sum + 0 }' "$dump")
   echo "$per $(( core / n )) $(( entry / n ))"
 }
-# Instructions per command, and the inclusive cost per command of the calls that functions
-# outside `entries` (an awk regex on names) make into functions matching it: a core's work,
-# counted once however its entry points call each other.
+# Instructions per command; the inclusive cost per command of the calls that functions outside
+# `entries` (an awk regex on names) make into functions matching it: a core's work, counted
+# once however its entry points call each other; and that of Redis's calls into the module's
+# command (`RedisModuleCommandDispatcher`: the handler, the module API calls it makes, the
+# module context), which leaves Redis's own path (parsing, lookup, replies sent) apart.
 count_calls_into() {
-  local entries=$1 dump per core
+  local entries=$1 dump per
   shift
   read -r dump per < <(measure "$@")
-  core=$(awk -v re="$entries" '
-    /^fn=/ { caller = (substr($0, 4) ~ re); next }
-    /^cfn=/ { callee = (substr($0, 5) ~ re); next }
-    /^calls=/ { take = !caller && callee; next }
-    /^[0-9]/ { if (take) sum += $2; take = 0 }
-    END { print sum + 0 }' "$dump")
-  echo "$per $(( core / n ))"
+  awk -v re="$entries" -v n="$n" -v per="$per" '
+    /^fn=/ { name = substr($0, 4); caller = (name ~ re); module = (name ~ /^RedisModuleCommandDispatcher$/); next }
+    /^cfn=/ { name = substr($0, 5); callee = (name ~ re); into = (name ~ /^RedisModuleCommandDispatcher$/); next }
+    /^calls=/ { take = !caller && callee; enter = !module && into; next }
+    /^[0-9]/ { if (take) core += $2; if (enter) command += $2; take = 0; enter = 0 }
+    END { printf "%d %d %d\n", per, command / n, core / n }' "$dump"
 }
 
 if [[ " $sections " == *" bf "* ]]; then
@@ -173,13 +178,12 @@ prefill() {
 }
 declare -A cf_rows
 cf_run() {
-  local side=$1 entries=$2 c core
+  local side=$1 entries=$2
   n=20000 range=200000
   cf_one() {
     local label=$1
     shift
-    read -r c core < <(count_calls_into "$entries" "$@")
-    cf_rows["$side|$label"]="$c $core"
+    cf_rows["$side|$label"]=$(count_calls_into "$entries" "$@")
   }
   cf_one "CF.EXISTS c item, present" CF.EXISTS c __rand_int__
   cf_one "CF.EXISTS c item, absent" CF.EXISTS c a:__rand_int__
@@ -206,14 +210,17 @@ if [ -n "$peer" ]; then
   stop_server
 fi
 echo
-echo "Cuckoo filters, instructions per command (batches: per item); core = the filter's entry points, hashing included"
+echo "Cuckoo filters, instructions per command (batches: per item): all of them; the module's command"
+echo "(what Redis's call into it costs: the handler, the module API calls it makes, its context);"
+echo "of that, the core (its entry points, hashing included) and the glue (the rest of the command)"
 if [ -n "$peer" ]; then
-  echo "| command | layerbloom | its core | its rest | RedisBloom 2.8.2 | its core | its rest | RedisBloom / layerbloom |"
-  echo "|---|---|---|---|---|---|---|---|"
+  echo "| command | layerbloom | its command | core | glue | RedisBloom 2.8.2 | its command | core | glue | all: RedisBloom / layerbloom | command: RedisBloom / layerbloom |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
 else
-  echo "| command | layerbloom | its core | its rest |"
-  echo "|---|---|---|---|"
+  echo "| command | layerbloom | its command | core | glue |"
+  echo "|---|---|---|---|---|"
 fi
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/b}'; }
 for label in "CF.EXISTS c item, present" "CF.EXISTS c item, absent" "CF.ADD c item" \
   "CF.DEL c item, present" "CF.INSERT c ITEMS, 100 new items" "CF.MEXISTS c, 100 absent items" \
   "CF.MEXISTS c, 100 present items"; do
@@ -221,13 +228,13 @@ for label in "CF.EXISTS c item, present" "CF.EXISTS c item, absent" "CF.ADD c it
   [[ "$label" == *"100 "* ]] && per=100
   line="| $label"
   for side in "${sides[@]}"; do
-    read -r c core <<<"${cf_rows["$side|$label"]}"
-    line+=" | $(( c / per )) | $(( core / per )) | $(( (c - core) / per ))"
+    read -r c command core <<<"${cf_rows["$side|$label"]}"
+    line+=" | $(( c / per )) | $(( command / per )) | $(( core / per )) | $(( (command - core) / per ))"
   done
   if [ -n "$peer" ]; then
-    read -r ours_c _ <<<"${cf_rows["layerbloom|$label"]}"
-    read -r theirs_c _ <<<"${cf_rows["redisbloom|$label"]}"
-    line+=" | $(awk -v a="$theirs_c" -v b="$ours_c" 'BEGIN{printf "%.2f", a/b}')"
+    read -r ours_c ours_command _ <<<"${cf_rows["layerbloom|$label"]}"
+    read -r theirs_c theirs_command _ <<<"${cf_rows["redisbloom|$label"]}"
+    line+=" | $(ratio "$theirs_c" "$ours_c") | $(ratio "$theirs_command" "$ours_command")"
   fi
   echo "$line |"
 done
