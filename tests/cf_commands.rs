@@ -943,6 +943,66 @@ fn info_bf_counts_cuckoo_filters_and_what_they_could_not_do() {
     assert_eq!(figure(&mut con, "bf_cf_bytes"), 0);
 }
 
+/// The running totals of `INFO bf` after writes that grow, delete from and compact filters
+/// equal the totals counted afresh from the same filters (a reload enters each one anew).
+#[test]
+fn info_bf_cuckoo_totals_follow_growth_deletes_and_compaction() {
+    require_own_server!();
+    let s = Server::start();
+    let mut con = s.conn();
+    let totals = |con: &mut redis::Connection| -> Vec<i64> {
+        [
+            "bf_cf_filters",
+            "bf_cf_sub_filters",
+            "bf_cf_items",
+            "bf_cf_bytes",
+        ]
+        .iter()
+        .map(|f| common::info_i64(con, "bf", f))
+        .collect()
+    };
+    // Growth by single adds, by a batch and by an auto-created filter; deletes that compact
+    // (a tenth of the items deleted with several sub-filters), an explicit compaction.
+    con.ok(&cmd!("CF.RESERVE", "single", "16", "EXPANSION", "2"));
+    for i in items("single", 300) {
+        con.q::<i64>(&cmd!("CF.ADD", "single", i.as_slice()));
+    }
+    con.ok(&cmd!("CF.RESERVE", "batch", "16", "EXPANSION", "1"));
+    insert(&mut con, "batch", &items("batch", 400));
+    con.q::<Vec<i64>>(&cmd!(
+        "CF.INSERT",
+        "auto",
+        "CAPACITY",
+        "8",
+        "ITEMS",
+        "a",
+        "b",
+        "c"
+    ));
+    assert!(field(&mut con, "single", "Number of filters") > 2);
+    let subs = field(&mut con, "batch", "Number of filters");
+    assert!(subs > 2);
+    let grown = totals(&mut con);
+    for i in items("batch", 400).iter().rev().take(120) {
+        assert_eq!(con.q::<i64>(&cmd!("CF.DEL", "batch", i.as_slice())), 1);
+    }
+    assert!(
+        field(&mut con, "batch", "Number of filters") < subs,
+        "deletes compacted the filter"
+    );
+    con.ok(&cmd!("CF.COMPACT", "single"));
+    con.q::<i64>(&cmd!("CF.DEL", "auto", "a"));
+    let written = totals(&mut con);
+    assert_ne!(written, grown);
+    con.ok(&cmd!("DEBUG", "RELOAD"));
+    assert_eq!(
+        totals(&mut con),
+        written,
+        "running totals against a fresh count"
+    );
+    assert_eq!(written[0], 3);
+}
+
 // ---------------------------------------------------------------- crash recovery
 
 /// With `appendfsync always`, a server killed with SIGKILL comes back with every
