@@ -90,9 +90,10 @@ bench-core:
 	$(CARGO) bench -p layerbloom-filter --bench ratios
 
 ## bench-instructions: instructions per command in the server, counted by callgrind
-## (repeatable on a noisy machine; needs valgrind): BF commands beside PING, EXISTS, GETBIT
+## (repeatable on a noisy machine; needs valgrind): BF commands beside PING, EXISTS, GETBIT;
+## CF commands beside RedisBloom's module (REDISBLOOM), core and the rest apart
 bench-instructions: build
-	scripts/instructions.sh $(MODULE)
+	scripts/instructions.sh $(MODULE) $(REDISBLOOM)
 
 ## bench-hostile: the slowest single command (server-side, SLOWLOG) of each hostile attack
 ## against a fresh server (docs/BENCHMARKS.md); a measurement, never pass/fail. Needs ~4 GB.

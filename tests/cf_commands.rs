@@ -943,6 +943,72 @@ fn info_bf_counts_cuckoo_filters_and_what_they_could_not_do() {
     assert_eq!(figure(&mut con, "bf_cf_bytes"), 0);
 }
 
+/// The running totals of `INFO bf` after writes that grow, delete from and compact filters
+/// equal the totals a fresh server counts for copies of the same filters (each entered
+/// whole), and fall back to zero when the filters are freed.
+#[test]
+fn info_bf_cuckoo_totals_follow_growth_deletes_and_compaction() {
+    require_own_server!();
+    let s = Server::start();
+    let mut con = s.conn();
+    let totals = |con: &mut redis::Connection| -> Vec<i64> {
+        [
+            "bf_cf_filters",
+            "bf_cf_sub_filters",
+            "bf_cf_items",
+            "bf_cf_bytes",
+        ]
+        .iter()
+        .map(|f| common::info_i64(con, "bf", f))
+        .collect()
+    };
+    // Growth by single adds, by a batch and by an auto-created filter; deletes that compact
+    // (a tenth of the items deleted with several sub-filters), an explicit compaction.
+    con.ok(&cmd!("CF.RESERVE", "single", "16", "EXPANSION", "2"));
+    for i in items("single", 300) {
+        con.q::<i64>(&cmd!("CF.ADD", "single", i.as_slice()));
+    }
+    con.ok(&cmd!("CF.RESERVE", "batch", "16", "EXPANSION", "1"));
+    insert(&mut con, "batch", &items("batch", 400));
+    con.q::<Vec<i64>>(&cmd!(
+        "CF.INSERT",
+        "auto",
+        "CAPACITY",
+        "8",
+        "ITEMS",
+        "a",
+        "b",
+        "c"
+    ));
+    assert!(field(&mut con, "single", "Number of filters") > 2);
+    let subs = field(&mut con, "batch", "Number of filters");
+    assert!(subs > 2);
+    for i in items("batch", 400).iter().rev().take(120) {
+        assert_eq!(con.q::<i64>(&cmd!("CF.DEL", "batch", i.as_slice())), 1);
+    }
+    assert!(
+        field(&mut con, "batch", "Number of filters") < subs,
+        "deletes compacted the filter"
+    );
+    con.ok(&cmd!("CF.COMPACT", "single"));
+    con.q::<i64>(&cmd!("CF.DEL", "auto", "a"));
+    let written = totals(&mut con);
+    assert_eq!(written[0], 3);
+    let fresh = Server::start();
+    let mut copy = fresh.conn();
+    for k in ["single", "batch", "auto"] {
+        let payload: Vec<u8> = con.q(&cmd!("DUMP", k));
+        copy.ok(&cmd!("RESTORE", k, 0, payload.as_slice()));
+    }
+    assert_eq!(
+        totals(&mut copy),
+        written,
+        "running totals against a fresh count"
+    );
+    con.ok(&cmd!("FLUSHALL"));
+    assert_eq!(totals(&mut con), [0, 0, 0, 0]);
+}
+
 // ---------------------------------------------------------------- crash recovery
 
 /// With `appendfsync always`, a server killed with SIGKILL comes back with every

@@ -1,8 +1,9 @@
 //! Redis Cluster: a local cluster of three primaries on loopback ports, started by each test.
-//! Every BF command works through a cluster-aware client, keys route by their hash slot (a
-//! node that does not own the slot answers MOVED), and moving a filter key to another node,
-//! by hand (`CLUSTER SETSLOT` + `MIGRATE`) or with `redis-cli --cluster reshard`, keeps it
-//! intact: the same digest, every item still present.
+//! Every BF and CF command works through a cluster-aware client, keys route by their hash slot
+//! (a node that does not own the slot answers MOVED; a transaction over two slots is refused
+//! with CROSSSLOT), and moving a filter key to another node, by hand (`CLUSTER SETSLOT` +
+//! `MIGRATE`) or with `redis-cli --cluster reshard`, or copying it with SCANDUMP / LOADCHUNK,
+//! keeps it intact: the same digest, every item still present.
 
 mod common;
 
@@ -535,4 +536,357 @@ fn resharding_with_redis_cli_keeps_filters_intact() {
         );
     }
     assert_items_present(&mut cc, &filters);
+}
+
+// ---------------------------------------------------------------- cuckoo filters
+
+/// Copies a cuckoo filter through the cluster client with CF.SCANDUMP / CF.LOADCHUNK.
+fn copy_cf_by_chunks(cc: &mut ClusterConnection, from: &str, to: &str) {
+    let mut it = 0i64;
+    for _ in 0..100_000 {
+        let (next, data): (i64, Option<Vec<u8>>) = cq(cc, &cmd!("CF.SCANDUMP", from, it));
+        let Some(data) = data else {
+            assert_eq!(next, 0, "{from}: a chunk without data ends the stream");
+            return;
+        };
+        let ok: String = cq(cc, &cmd!("CF.LOADCHUNK", to, next, data.as_slice()));
+        assert_eq!(ok, "OK");
+        it = next;
+    }
+    panic!("CF.SCANDUMP of {from} never ended");
+}
+
+/// `CF.MEXISTS` of `list` through the client: whether every item is found.
+fn cf_all_found(cc: &mut ClusterConnection, key: &str, list: &[Vec<u8>]) -> bool {
+    list.chunks(500).all(|batch| {
+        let mut c = cmd!("CF.MEXISTS", key);
+        for i in batch {
+            c.arg(i.as_slice());
+        }
+        let r: Vec<i64> = cq(cc, &c);
+        r.len() == batch.len() && r.iter().all(|&x| x == 1)
+    })
+}
+
+/// `CF.INFO` through the client, as `(field, value)` pairs in RedisBloom's order.
+fn cf_info(cc: &mut ClusterConnection, key: &str) -> Vec<(String, i64)> {
+    let flat: Vec<Value> = cq(cc, &cmd!("CF.INFO", key));
+    flat.chunks(2)
+        .map(|p| {
+            let name = common::text_of(&p[0]).unwrap_or_default();
+            (name, redis::from_redis_value(p[1].clone()).unwrap())
+        })
+        .collect()
+}
+
+/// One call of each CF command on `key`, with arguments it accepts.
+fn every_cf_command(key: &str) -> Vec<Cmd> {
+    vec![
+        cmd!("CF.RESERVE", key, 100),
+        cmd!("CF.ADD", key, "x"),
+        cmd!("CF.ADDNX", key, "x"),
+        cmd!("CF.INSERT", key, "ITEMS", "x", "y"),
+        cmd!("CF.INSERTNX", key, "CAPACITY", 100, "ITEMS", "x"),
+        cmd!("CF.EXISTS", key, "x"),
+        cmd!("CF.MEXISTS", key, "x", "y"),
+        cmd!("CF.DEL", key, "x"),
+        cmd!("CF.COUNT", key, "x"),
+        cmd!("CF.INFO", key),
+        cmd!("CF.SCANDUMP", key, 0),
+        cmd!("CF.LOADCHUNK", key, 1, "x"),
+        cmd!("CF.COMPACT", key),
+        cmd!("CF.DEBUG", key),
+    ]
+}
+
+#[test]
+fn every_cf_command_works_through_a_cluster_client_and_keys_route_by_slot() {
+    require_own_server!();
+    let cluster = Cluster::start();
+    let mut cc = cluster.client();
+    let keys: Vec<String> = (0..30).map(|i| format!("cuckoo:{i}")).collect();
+    let mut lists = Vec::new();
+    for (n, k) in keys.iter().enumerate() {
+        let list = items(k, 50 + n * 10);
+        match n % 3 {
+            // A small filter that grows sub-filters.
+            0 => {
+                let ok: String = cq(&mut cc, &cmd!("CF.RESERVE", k, 32, "EXPANSION", 1));
+                assert_eq!(ok, "OK");
+                let mut c = cmd!("CF.INSERT", k, "ITEMS");
+                for i in &list {
+                    c.arg(i.as_slice());
+                }
+                let r: Vec<i64> = cq(&mut cc, &c);
+                assert_eq!(r, vec![1; list.len()], "{k}");
+            }
+            1 => {
+                let mut c = cmd!("CF.INSERTNX", k, "CAPACITY", 1000, "ITEMS");
+                for i in &list {
+                    c.arg(i.as_slice());
+                }
+                let r: Vec<i64> = cq(&mut cc, &c);
+                assert_eq!(r.len(), list.len());
+                assert!(r.iter().all(|&x| x == 0 || x == 1), "{k}: {r:?}");
+            }
+            _ => {
+                for (j, i) in list.iter().enumerate() {
+                    let name = if j % 2 == 0 { "CF.ADD" } else { "CF.ADDNX" };
+                    let _: i64 = cq(&mut cc, &cmd!(name, k, i.as_slice()));
+                }
+            }
+        }
+        for i in &list {
+            let one: i64 = cq(&mut cc, &cmd!("CF.EXISTS", k, i.as_slice()));
+            assert_eq!(one, 1, "{k}: an added item is missing");
+        }
+        assert!(cf_all_found(&mut cc, k, &list), "{k}: CF.MEXISTS");
+        let count: i64 = cq(&mut cc, &cmd!("CF.COUNT", k, list[1].as_slice()));
+        assert!(count >= 1, "{k}: CF.COUNT {count}");
+        let info = cf_info(&mut cc, k);
+        let names: Vec<&str> = info.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "Size",
+                "Number of buckets",
+                "Number of filters",
+                "Number of items inserted",
+                "Number of items deleted",
+                "Bucket size",
+                "Expansion rate",
+                "Max iterations"
+            ],
+            "{k}: CF.INFO"
+        );
+        if n % 3 == 0 {
+            assert!(info[2].1 > 1, "{k} grew: {info:?}");
+            assert_eq!(info[3].1, list.len() as i64, "{k}: {info:?}");
+        }
+        let line: String = cq(&mut cc, &cmd!("CF.DEBUG", k));
+        assert!(line.starts_with("bktsize:"), "{k}: {line}");
+        // A delete and a compaction leave every other item in place.
+        let deleted: i64 = cq(&mut cc, &cmd!("CF.DEL", k, list[0].as_slice()));
+        assert_eq!(deleted, 1, "{k}: CF.DEL of an added item");
+        let ok: String = cq(&mut cc, &cmd!("CF.COMPACT", k));
+        assert_eq!(ok, "OK");
+        let items_field: Vec<i64> = cq(&mut cc, &cmd!("CF.INFO", k, "ITEMS"));
+        assert_eq!(items_field, vec![info[3].1 - 1], "{k}");
+        assert!(cf_all_found(&mut cc, k, &list[1..]), "{k}: after CF.DEL");
+        lists.push(list[1..].to_vec());
+    }
+
+    // Each key lives on the node owning its slot, and only there: the other nodes answer
+    // every CF command, reads and writes, with MOVED to the owner; the key spec names the
+    // key for each.
+    let mut per_node = [0usize; 3];
+    for (n, k) in keys.iter().enumerate() {
+        let slot = cluster.slot(k);
+        let owner = cluster.owner(slot);
+        per_node[owner] += 1;
+        if n >= 6 {
+            continue;
+        }
+        let moved = format!("MOVED {slot} 127.0.0.1:{}", cluster.nodes[owner].port());
+        for c in every_cf_command(k) {
+            for (i, node) in cluster.nodes.iter().enumerate() {
+                if i != owner {
+                    let v = node.conn().raw(&c);
+                    assert_eq!(error_of(&v), Some(moved.clone()), "{}", common::show(&c));
+                }
+            }
+            let mut getkeys = cmd!("COMMAND", "GETKEYS");
+            for arg in c.args_iter() {
+                if let redis::Arg::Simple(bytes) = arg {
+                    getkeys.arg(bytes);
+                }
+            }
+            let got: Vec<String> = cluster.nodes[0].conn().q(&getkeys);
+            assert_eq!(got, vec![k.clone()], "{}", common::show(&c));
+        }
+    }
+    assert!(
+        per_node.iter().all(|&n| n > 0),
+        "30 keys should spread over the 3 nodes: {per_node:?}"
+    );
+    let total: i64 = cluster
+        .nodes
+        .iter()
+        .map(|n| n.conn().q::<i64>(&cmd!("DBSIZE")))
+        .sum();
+    assert_eq!(total, keys.len() as i64);
+
+    // CF.SCANDUMP / CF.LOADCHUNK through the client copy filters across slots and nodes.
+    let mut across = 0;
+    for (k, list) in keys.iter().zip(&lists).take(9) {
+        let to = format!("{k}:copy");
+        copy_cf_by_chunks(&mut cc, k, &to);
+        let (from_node, to_node) = (
+            cluster.owner(cluster.slot(k)),
+            cluster.owner(cluster.slot(&to)),
+        );
+        across += usize::from(from_node != to_node);
+        assert_eq!(
+            digest_on(&cluster.nodes[from_node], k),
+            digest_on(&cluster.nodes[to_node], &to),
+            "{k} copied by chunks"
+        );
+        assert_eq!(cf_info(&mut cc, k), cf_info(&mut cc, &to), "{k}");
+        assert!(cf_all_found(&mut cc, &to, list), "{to}");
+    }
+    assert!(across > 0, "no copy landed on another node");
+
+    // A transaction's keys must share a slot: CF commands on two slots of one node are
+    // refused at EXEC (CROSSSLOT) and nothing runs; under one hash tag they run.
+    let a = &keys[0];
+    let owner = cluster.owner(cluster.slot(a));
+    let b = keys[1..]
+        .iter()
+        .find(|b| cluster.owner(cluster.slot(b)) == owner)
+        .expect("two of 30 keys on one node");
+    assert_ne!(cluster.slot(a), cluster.slot(b));
+    let mut con = cluster.nodes[owner].conn();
+    con.ok(&cmd!("MULTI"));
+    let queued: String = con.q(&cmd!("CF.ADD", a, "in-multi"));
+    assert_eq!(queued, "QUEUED");
+    let queued: String = con.q(&cmd!("CF.DEL", b, "in-multi"));
+    assert_eq!(queued, "QUEUED");
+    let e = con.err_text(&cmd!("EXEC"));
+    assert!(e.starts_with("CROSSSLOT"), "{e}");
+    assert_eq!(con.q::<i64>(&cmd!("CF.COUNT", a, "in-multi")), 0);
+    let tagged = ["{cf:7}:seen", "{cf:7}:liked"];
+    assert_eq!(cluster.slot(tagged[0]), cluster.slot(tagged[1]));
+    let mut con = cluster.nodes[cluster.owner(cluster.slot(tagged[0]))].conn();
+    con.ok(&cmd!("MULTI"));
+    for k in tagged {
+        let queued: String = con.q(&cmd!("CF.ADD", k, "x"));
+        assert_eq!(queued, "QUEUED");
+    }
+    let done: Vec<i64> = con.q(&cmd!("EXEC"));
+    assert_eq!(done, [1, 1]);
+
+    // Errors come back through the client as they do directly.
+    assert_eq!(
+        cerr(&mut cc, &cmd!("CF.RESERVE", &keys[0], 10)),
+        "ERR item exists"
+    );
+    assert_eq!(
+        cerr(&mut cc, &cmd!("CF.INFO", "missing-key")),
+        "ERR not found"
+    );
+    assert_eq!(
+        cerr(&mut cc, &cmd!("CF.DEL", "missing-key", "x")),
+        "Not found"
+    );
+}
+
+#[test]
+fn migrate_moves_cuckoo_filters_between_nodes_intact() {
+    require_own_server!();
+    let cluster = Cluster::start();
+    let mut cc = cluster.client();
+    // Under one hash tag (one slot): a filter that grew sub-filters and had deletes, one of a
+    // larger bucket size, a non-scaling one.
+    let mut filters: Vec<(String, Vec<Vec<u8>>)> = Vec::new();
+    let grown = "{cfmig}:grown".to_string();
+    let _: String = cq(&mut cc, &cmd!("CF.RESERVE", &grown, 64, "EXPANSION", 2));
+    let list = items(&grown, 1500);
+    for batch in list.chunks(250) {
+        let mut c = cmd!("CF.INSERT", &grown, "ITEMS");
+        for i in batch {
+            c.arg(i.as_slice());
+        }
+        let _: Vec<i64> = cq(&mut cc, &c);
+    }
+    for i in &list[..100] {
+        let deleted: i64 = cq(&mut cc, &cmd!("CF.DEL", &grown, i.as_slice()));
+        assert_eq!(deleted, 1);
+    }
+    filters.push((grown, list[100..].to_vec()));
+    let wide = "{cfmig}:bucketsize".to_string();
+    let _: String = cq(
+        &mut cc,
+        &cmd!(
+            "CF.RESERVE",
+            &wide,
+            1000,
+            "BUCKETSIZE",
+            4,
+            "MAXITERATIONS",
+            50
+        ),
+    );
+    let list = items(&wide, 800);
+    for i in &list {
+        let _: i64 = cq(&mut cc, &cmd!("CF.ADD", &wide, i.as_slice()));
+    }
+    filters.push((wide, list));
+    let fixed = "{cfmig}:nonscaling".to_string();
+    let _: String = cq(&mut cc, &cmd!("CF.RESERVE", &fixed, 500, "EXPANSION", 0));
+    let list = items(&fixed, 300);
+    let mut c = cmd!("CF.INSERTNX", &fixed, "ITEMS");
+    for i in &list {
+        c.arg(i.as_slice());
+    }
+    let _: Vec<i64> = cq(&mut cc, &c);
+    filters.push((fixed, list));
+
+    let slot = cluster.slot(&filters[0].0);
+    let src = cluster.owner(slot);
+    let dst = (src + 1) % 3;
+    let before: Vec<(String, Vec<(String, i64)>)> = filters
+        .iter()
+        .map(|(k, _)| (digest_on(&cluster.nodes[src], k), cf_info(&mut cc, k)))
+        .collect();
+    assert!(
+        before[0].1[2].1 > 1,
+        "the first filter grew: {:?}",
+        before[0]
+    );
+    let (src_id, dst_id) = (cluster.node_id(src), cluster.node_id(dst));
+    let mut s = cluster.nodes[src].conn();
+    cluster.nodes[dst]
+        .conn()
+        .ok(&cmd!("CLUSTER", "SETSLOT", slot, "IMPORTING", &src_id));
+    s.ok(&cmd!("CLUSTER", "SETSLOT", slot, "MIGRATING", &dst_id));
+    let keys: Vec<String> = s.q(&cmd!("CLUSTER", "GETKEYSINSLOT", slot, 100));
+    assert_eq!(keys.len(), filters.len(), "{keys:?}");
+    let mut m = cmd!(
+        "MIGRATE",
+        "127.0.0.1",
+        cluster.nodes[dst].port(),
+        "",
+        0,
+        10_000,
+        "KEYS"
+    );
+    for k in &keys {
+        m.arg(k);
+    }
+    s.ok(&m);
+    for n in &cluster.nodes {
+        n.conn()
+            .ok(&cmd!("CLUSTER", "SETSLOT", slot, "NODE", &dst_id));
+    }
+    cluster.wait_ok();
+
+    // The same buckets on the target (digest), the same figures, every item found; gone from
+    // the source, and still writable where they are now.
+    assert_eq!(s.q::<i64>(&cmd!("CLUSTER", "COUNTKEYSINSLOT", slot)), 0);
+    for ((k, list), (digest, info)) in filters.iter().zip(&before) {
+        assert_eq!(
+            &digest_on(&cluster.nodes[dst], k),
+            digest,
+            "{k} after MIGRATE"
+        );
+        assert_eq!(&cf_info(&mut cc, k), info, "{k} after MIGRATE");
+        assert!(cf_all_found(&mut cc, k, list), "{k}: an item is missing");
+    }
+    let k = &filters[0].0;
+    let deleted: i64 = cq(&mut cc, &cmd!("CF.DEL", k, filters[0].1[0].as_slice()));
+    assert_eq!(deleted, 1);
+    let added: i64 = cq(&mut cc, &cmd!("CF.ADD", k, "after-migration"));
+    assert_eq!(added, 1);
+    let one: i64 = cq(&mut cc, &cmd!("CF.EXISTS", k, "after-migration"));
+    assert_eq!(one, 1);
 }

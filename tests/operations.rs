@@ -1256,6 +1256,9 @@ fn acl_categories_follow_what_the_server_supports() {
             if name.starts_with("BF.") {
                 assert!(cats.iter().any(|c| c == "@bloom"), "{name}: {cats:?}");
             }
+            if name.starts_with("CF.") {
+                assert!(cats.iter().any(|c| c == "@cuckoo"), "{name}: {cats:?}");
+            }
             let rw = if spec.is_write() { "@write" } else { "@read" };
             let speed = if spec.is_fast() { "@fast" } else { "@slow" };
             let mut wanted = vec![format!("@{category}"), rw.into(), speed.into()];
@@ -1286,6 +1289,18 @@ fn acl_categories_follow_what_the_server_supports() {
         let mut only = as_user("bloomonly");
         assert_eq!(only.q::<i64>(&cmd!("BF.ADD", "k", "x")), 1);
         assert!(only.err_text(&cmd!("GET", "s")).starts_with("NOPERM"));
+        // Each structure's category covers its own commands only.
+        assert_eq!(no.q::<i64>(&cmd!("CF.ADD", "c", "x")), 1);
+        assert!(only
+            .err_text(&cmd!("CF.ADD", "c", "x"))
+            .starts_with("NOPERM"));
+        con.ok(&cmd!(
+            "ACL", "SETUSER", "nocuckoo", "on", ">pw", "~*", "+@all", "-@cuckoo"
+        ));
+        let mut nocf = as_user("nocuckoo");
+        let e = nocf.err_text(&cmd!("CF.EXISTS", "c", "x"));
+        assert!(e.starts_with("NOPERM"), "{e}");
+        assert_eq!(nocf.q::<i64>(&cmd!("BF.EXISTS", "k", "x")), 1);
     } else {
         // Redis 7.0 and 7.2: no @bloom; on 7.0 module commands are in no category at all,
         // so a user granted every category still cannot run them; granting by name works.
@@ -1405,9 +1420,53 @@ const WHAT_USERS_SEE: [(&str, i32, &[&str], bool, bool); 13] = [
     ("bf.windowadvance", -2, &["key", "slice"], true, true),
 ];
 
-#[test]
-fn the_command_table_says_what_users_of_redisbloom_rely_on() {
-    let got: Vec<(&str, i32, Vec<&str>, bool, bool)> = table::bf::COMMANDS
+/// The same for the CF commands.
+const WHAT_CF_USERS_SEE: [(&str, i32, &[&str], bool, bool); 14] = [
+    (
+        "cf.reserve",
+        -3,
+        &[
+            "key",
+            "capacity",
+            "bucketsize",
+            "maxiterations",
+            "expansion",
+        ],
+        true,
+        false,
+    ),
+    ("cf.add", 3, &["key", "item"], true, false),
+    ("cf.addnx", 3, &["key", "item"], true, false),
+    (
+        "cf.insert",
+        -4,
+        &["key", "capacity", "nocreate", "item"],
+        true,
+        false,
+    ),
+    (
+        "cf.insertnx",
+        -4,
+        &["key", "capacity", "nocreate", "item"],
+        true,
+        false,
+    ),
+    ("cf.exists", 3, &["key", "item"], false, true),
+    ("cf.mexists", -3, &["key", "item"], false, true),
+    ("cf.del", 3, &["key", "item"], true, true),
+    ("cf.count", 3, &["key", "item"], false, true),
+    ("cf.info", -2, &["key", "single_value"], false, true),
+    ("cf.scandump", 3, &["key", "iterator"], false, false),
+    ("cf.loadchunk", 4, &["key", "iterator", "data"], true, false),
+    ("cf.compact", 2, &["key"], true, false),
+    ("cf.debug", 2, &["key"], false, false),
+];
+
+/// A table as `(name, arity, argument names, writes, fast)` rows.
+fn what_the_table_says(
+    commands: &[table::CommandSpec],
+) -> Vec<(&'static str, i32, Vec<&'static str>, bool, bool)> {
+    commands
         .iter()
         .map(|c| {
             (
@@ -1418,23 +1477,46 @@ fn the_command_table_says_what_users_of_redisbloom_rely_on() {
                 c.is_fast(),
             )
         })
-        .collect();
-    let want: Vec<(&str, i32, Vec<&str>, bool, bool)> = WHAT_USERS_SEE
-        .iter()
-        .map(|&(name, arity, args, write, fast)| (name, arity, args.to_vec(), write, fast))
-        .collect();
-    assert_eq!(got, want);
-    assert_eq!(table::bf::CATEGORY, "bloom", "RedisBloom's ACL category");
+        .collect()
 }
 
 #[test]
-fn command_docs_describe_every_bf_command() {
+fn the_command_table_says_what_users_of_redisbloom_rely_on() {
+    for (commands, pinned, category) in [
+        (
+            table::bf::COMMANDS,
+            &WHAT_USERS_SEE[..],
+            table::bf::CATEGORY,
+        ),
+        (
+            table::cf::COMMANDS,
+            &WHAT_CF_USERS_SEE[..],
+            table::cf::CATEGORY,
+        ),
+    ] {
+        let want: Vec<(&str, i32, Vec<&str>, bool, bool)> = pinned
+            .iter()
+            .map(|&(name, arity, args, write, fast)| (name, arity, args.to_vec(), write, fast))
+            .collect();
+        assert_eq!(what_the_table_says(commands), want, "{category}");
+    }
+    assert_eq!(table::bf::CATEGORY, "bloom", "RedisBloom's ACL category");
+    assert_eq!(table::cf::CATEGORY, "cuckoo", "RedisBloom 8's ACL category");
+    assert_eq!(
+        table::TABLES.iter().map(|(c, _)| *c).collect::<Vec<_>>(),
+        ["bloom", "cuckoo"],
+        "every structure's table is in the tests' list"
+    );
+}
+
+#[test]
+fn command_docs_describe_every_bf_and_cf_command() {
     let s = Server::start();
     let mut con = s.conn();
     assert_eq!(
         table::commands().count(),
-        13,
-        "every BF command is in the table"
+        13 + 14,
+        "every BF and CF command is in the tables"
     );
     for spec in table::commands() {
         let name = spec.name.to_ascii_uppercase();
@@ -1572,6 +1654,17 @@ fn command_info_gives_arity_flags_and_key_specs() {
         assert_eq!(get(&pairs(get(&begin, "spec")), "index"), &Value::Int(1));
     }
     let keys: Vec<String> = con.q(&cmd!("COMMAND", "GETKEYS", "BF.MADD", "the-key", "a", "b"));
+    assert_eq!(keys, ["the-key"]);
+    let keys: Vec<String> = con.q(&cmd!(
+        "COMMAND",
+        "GETKEYS",
+        "CF.INSERT",
+        "the-key",
+        "CAPACITY",
+        "9",
+        "ITEMS",
+        "a"
+    ));
     assert_eq!(keys, ["the-key"]);
     // Redis checks the arity now; the reply is its standard one, naming the command as
     // registered (lower case, as RedisBloom registers it).

@@ -9,9 +9,12 @@
 
 use layerbloom_filter::cuckoo::codec::{self, Header};
 use layerbloom_filter::cuckoo::health::{self, LoadMark};
+use layerbloom_filter::cuckoo::params::DEFAULT_MAX_EXPANSIONS;
 use layerbloom_filter::cuckoo::{CuckooError, CuckooFilter, Limits as CfLimits};
 use layerbloom_filter::format::{CodecError, Strictness};
 use layerbloom_filter::FilterError;
+use std::cell::OnceCell;
+
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{Context, ContextFlags, KeyType, RedisString};
 
@@ -76,25 +79,46 @@ fn cf_error(limits: &Limits, e: CuckooError, creating: bool) -> BfError {
     }
 }
 
+/// A command's context flags, asked of the server once and only when first needed (about 130
+/// instructions a call, as it also reads the server's memory state): an add that neither
+/// creates nor grows a filter never needs them.
+struct Flags<'c> {
+    ctx: &'c Context,
+    read: OnceCell<ContextFlags>,
+}
+
+impl<'c> Flags<'c> {
+    fn new(ctx: &'c Context) -> Self {
+        Flags {
+            ctx,
+            read: OnceCell::new(),
+        }
+    }
+
+    fn get(&self) -> &ContextFlags {
+        self.read.get_or_init(|| self.ctx.get_flags())
+    }
+}
+
 /// Creates a filter of `shape` within the creation limits.
-fn new_filter(ctx: &Context, shape: Shape) -> Result<CuckooFilter, BfError> {
-    let flags = ctx.get_flags();
-    let limits = Limits::for_creation(&flags, config::max_filter_bytes(&flags));
+fn new_filter(flags: &Flags, shape: Shape) -> Result<CuckooFilter, BfError> {
+    let flags = flags.get();
+    let limits = Limits::for_creation(flags, config::max_filter_bytes(flags));
     CuckooFilter::new(shape.buckets, shape.params, limits.bytes())
         .map_err(|e| cf_error(&limits, e, true))
 }
 
 /// The limits of an add to `filter`: growth may take it to the per-filter limit, or to what
 /// `maxmemory` leaves above its current size.
-fn add_limits(ctx: &Context, filter: &CuckooFilter) -> (Limits, CfLimits) {
-    let flags = ctx.get_flags();
+fn add_limits(flags: &Flags, filter: &CuckooFilter) -> (Limits, CfLimits) {
+    let flags = flags.get();
     let memory = if flags.contains(ContextFlags::MAXMEMORY) {
-        memory::headroom(&flags).map(|room| filter.memory_usage().saturating_add(room))
+        memory::headroom(flags).map(|room| filter.memory_usage().saturating_add(room))
     } else {
         None
     };
     let limits = Limits {
-        filter: config::max_filter_bytes(&flags),
+        filter: config::max_filter_bytes(flags),
         memory,
     };
     let core = CfLimits {
@@ -104,19 +128,17 @@ fn add_limits(ctx: &Context, filter: &CuckooFilter) -> (Limits, CfLimits) {
     (limits, core)
 }
 
-/// Core limits under which an add cannot grow `filter` (any new sub-filter passes its
-/// current size). An add tries these first: only growth consults the limits, and
-/// `maxmemory`'s headroom asks the server for its INFO, too dear for every add. A refusal
-/// changes nothing, so the item refused here is then retried under `add_limits` with
-/// exactly the result it would have had under them from the start.
-fn no_growth(filter: &CuckooFilter) -> CfLimits {
-    CfLimits {
-        max_bytes: filter.memory_usage(),
-        ..CfLimits::default()
-    }
-}
+/// Core limits under which an add cannot grow a filter (no sub-filter fits in 0 bytes). An
+/// add tries these first: only growth consults the limits, and the context flags and
+/// `maxmemory`'s headroom (the server's INFO) are too dear for every add. A refusal changes
+/// nothing, so the item refused here is then retried under `add_limits` with exactly the
+/// result it would have had under them from the start.
+const NO_GROWTH: CfLimits = CfLimits {
+    max_expansions: DEFAULT_MAX_EXPANSIONS,
+    max_bytes: 0,
+};
 
-/// Whether an add under `no_growth` was refused because it needed a new sub-filter.
+/// Whether an add under `NO_GROWTH` was refused because it needed a new sub-filter.
 fn needs_growth<T>(result: &Result<T, CuckooError>) -> bool {
     matches!(
         result,
@@ -124,7 +146,7 @@ fn needs_growth<T>(result: &Result<T, CuckooError>) -> bool {
     )
 }
 
-/// Limits that no refusal under `no_growth` is mapped with (only `OverLimit` reads them).
+/// Limits that no refusal under `NO_GROWTH` is mapped with (only `OverLimit` reads them).
 const UNREAD_LIMITS: Limits = Limits {
     filter: u64::MAX,
     memory: None,
@@ -132,9 +154,9 @@ const UNREAD_LIMITS: Limits = Limits {
 
 /// The syntax a command is read with: RedisBloom's for commands replayed from the AOF or
 /// sent by a primary (they may be RedisBloom's), layerbloom's strict one for clients.
-fn syntax(ctx: &Context) -> Syntax {
-    if ctx
-        .get_flags()
+fn syntax(flags: &Flags) -> Syntax {
+    if flags
+        .get()
         .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
     {
         Syntax::RedisBloom
@@ -145,7 +167,8 @@ fn syntax(ctx: &Context) -> Syntax {
 
 /// `CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS m] [EXPANSION e]`
 pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
-    let shape = match syntax(ctx) {
+    let flags = Flags::new(ctx);
+    let shape = match syntax(&flags) {
         Syntax::Strict => {
             let rest: Vec<&[u8]> = args[2..].iter().map(RedisString::as_slice).collect();
             args::parse_reserve(&rest)?
@@ -160,7 +183,7 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
         write_filter(&key)?;
         return Err(BfError::ItemExists);
     }
-    let filter = store_filter(&key, new_filter(ctx, shape)?)?;
+    let filter = store_filter(&key, new_filter(&flags, shape)?)?;
     let header = Header::of(filter).encode();
     propagate::after_cf_write(ctx, &args[1], CfChange::Reserved(&header));
     Reply::new(ctx).ok();
@@ -170,14 +193,14 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
 /// The filter under a key for an add, created with `create` when missing (`None`: a
 /// missing key is "ERR not found"); and the header of a filter it created.
 fn filter_for_add<'k>(
-    ctx: &Context,
+    flags: &Flags,
     key: &'k RedisKeyWritable,
     create: Option<Shape>,
 ) -> Result<(&'k mut CuckooFilter, Option<[u8; codec::HEADER_BYTES]>), BfError> {
     if let Some(filter) = write_filter(key)? {
         return Ok((filter, None));
     }
-    let filter = new_filter(ctx, create.ok_or(BfError::NotFound)?)?;
+    let filter = new_filter(flags, create.ok_or(BfError::NotFound)?)?;
     let header = Header::of(&filter).encode();
     Ok((store_filter(key, filter)?, Some(header)))
 }
@@ -193,9 +216,10 @@ pub fn addnx(ctx: &Context, args: &[RedisString]) -> CommandResult {
 }
 
 fn add_one(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult {
+    let flags = Flags::new(ctx);
     let key = ctx.open_key_writable(&args[1]);
-    let (filter, created) = filter_for_add(ctx, &key, Some(args::default_shape()))?;
-    let before = Figures::of(filter);
+    let (filter, created) = filter_for_add(&flags, &key, Some(args::default_shape()))?;
+    let before = Figures::before_append(filter);
     let mark = LoadMark::of(filter);
     let item = args[2].as_slice();
     let attempt = |filter: &mut CuckooFilter, core: &CfLimits| {
@@ -206,10 +230,9 @@ fn add_one(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult {
         }
     };
     let mut limits = UNREAD_LIMITS;
-    let probe = no_growth(filter);
-    let mut result = attempt(filter, &probe);
+    let mut result = attempt(filter, &NO_GROWTH);
     if needs_growth(&result) {
-        let (real, core) = add_limits(ctx, filter);
+        let (real, core) = add_limits(&flags, filter);
         limits = real;
         result = attempt(filter, &core);
     }
@@ -252,22 +275,22 @@ pub fn insertnx(ctx: &Context, args: &[RedisString]) -> CommandResult {
 /// error other than "did not fit" ends the array and the items after it are not processed.
 fn insert_items(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult {
     let rest: Vec<&[u8]> = args[2..].iter().map(RedisString::as_slice).collect();
-    let parsed = match syntax(ctx) {
+    let flags = Flags::new(ctx);
+    let parsed = match syntax(&flags) {
         Syntax::Strict => args::parse_insert(&rest)?,
         Syntax::RedisBloom => args::parse_insert_redisbloom(&rest)?,
     };
     let item_args = &args[args.len() - parsed.items.len()..];
     let key = ctx.open_key_writable(&args[1]);
-    let (filter, created) = filter_for_add(ctx, &key, parsed.create)?;
-    let before = Figures::of(filter);
+    let (filter, created) = filter_for_add(&flags, &key, parsed.create)?;
+    let before = Figures::before_append(filter);
     let mark = LoadMark::of(filter);
     let mut limits = UNREAD_LIMITS;
-    let probe = no_growth(filter);
-    let mut outcome = filter.insert_many(parsed.items, nx, &probe);
+    let mut outcome = filter.insert_many(parsed.items, nx, &NO_GROWTH);
     if let Ok(results) = &mut outcome {
         if results.last().is_some_and(needs_growth) {
             results.pop();
-            let (real, core) = add_limits(ctx, filter);
+            let (real, core) = add_limits(&flags, filter);
             limits = real;
             // The sub-filter count is unchanged, so the expansion check passes again.
             match filter.insert_many(&parsed.items[results.len()..], nx, &core) {
@@ -317,11 +340,13 @@ fn insert_items(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult 
     let results = outcome.map_err(|e| cf_error(&limits, e, false))?;
     let reply = Reply::new(ctx);
     reply.array(results.len());
+    // Only an item that did not fit needs the protocol (from the flags).
+    let resp3 = || flags.get().contains(ContextFlags::FLAGS_RESP3);
     for result in results {
         match result {
             Ok(added) if nx => reply.int(i64::from(added)),
             Ok(added) => reply.boolean(added),
-            Err(CuckooError::Full) if nx || !reply.is_resp3() => reply.int(-1),
+            Err(CuckooError::Full) if nx || !resp3() => reply.int(-1),
             Err(CuckooError::Full) => reply.boolean(false),
             Err(e) => reply.error(&cf_error(&limits, e, false)),
         }
@@ -369,7 +394,12 @@ pub fn count(ctx: &Context, args: &[RedisString]) -> CommandResult {
 pub fn del(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key_writable(&args[1]);
     let filter = write_filter(&key)?.ok_or(BfError::CfNotFound)?;
-    let before = Figures::of(filter);
+    // Only a filter of several sub-filters compacts (drops some) after a delete.
+    let before = if filter.sub_filters().len() > 1 {
+        Figures::of(filter)
+    } else {
+        Figures::before_append(filter)
+    };
     let deleted = filter.delete(args[2].as_slice());
     stats::changed(before, filter);
     if deleted {
@@ -464,8 +494,8 @@ pub fn scandump(ctx: &Context, args: &[RedisString]) -> CommandResult {
 /// How strictly a `CF.LOADCHUNK` header is checked: a client's strictly, one replayed from
 /// the AOF or sent by a primary as the RDB loader does (it describes a filter already
 /// accepted).
-fn header_strictness(ctx: &Context) -> Strictness {
-    match syntax(ctx) {
+fn header_strictness(flags: &Flags) -> Strictness {
+    match syntax(flags) {
         Syntax::Strict => Strictness::LoadChunk,
         Syntax::RedisBloom => Strictness::Rdb,
     }
@@ -484,13 +514,15 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let created = match write_filter(&key)? {
         None if it == 1 => {
             let header = Header::decode(data).map_err(|_| BfError::CfInvalidHeader)?;
-            let flags = ctx.get_flags();
-            let limits = Limits::for_creation(&flags, config::max_filter_bytes(&flags));
-            let filter = codec::filter_from_header(&header, header_strictness(ctx), limits.bytes())
-                .map_err(|e| match e {
+            let flags = Flags::new(ctx);
+            let strictness = header_strictness(&flags);
+            let limits = Limits::for_creation(flags.get(), config::max_filter_bytes(flags.get()));
+            let filter = codec::filter_from_header(&header, strictness, limits.bytes()).map_err(
+                |e| match e {
                     CodecError::Filter(f) => cf_error(&limits, CuckooError::Filter(f), true),
                     _ => BfError::CfCouldNotCreate,
-                })?;
+                },
+            )?;
             store_filter(&key, filter)?;
             true
         }

@@ -19,47 +19,84 @@ static CAPACITY_WARNINGS: AtomicI64 = AtomicI64::new(0);
 /// The figures of one filter that the totals sum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Figures {
-    sub_filters: i64,
-    items: i64,
-    bytes: i64,
+    sub_filters: usize,
+    items: u64,
+    /// Modelled bytes; `None` when taken before a write that removes no sub-filter, whose
+    /// bytes before are then those of the sub-filters it kept (`changed`).
+    bytes: Option<u64>,
 }
 
 impl Figures {
+    /// Before any write.
     pub fn of(filter: &CuckooFilter) -> Self {
-        let signed = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
         Figures {
-            sub_filters: filter.sub_filters().len() as i64,
-            items: signed(filter.items()),
-            bytes: signed(filter.memory_usage()),
+            bytes: Some(filter.memory_usage()),
+            ..Self::before_append(filter)
         }
     }
 
-    fn add_to_totals(self, sign: i64) {
-        SUB_FILTERS.fetch_add(sign * self.sub_filters, Ordering::Relaxed);
-        ITEMS.fetch_add(sign.saturating_mul(self.items), Ordering::Relaxed);
-        BYTES.fetch_add(sign.saturating_mul(self.bytes), Ordering::Relaxed);
+    /// Before a write that removes no sub-filter (an add; a delete from a filter of one
+    /// sub-filter, which cannot compact): its bytes change only if it appends sub-filters,
+    /// so they are computed only then, not on every write (a walk of the allocator model).
+    pub fn before_append(filter: &CuckooFilter) -> Self {
+        Figures {
+            sub_filters: filter.sub_filters().len(),
+            items: filter.items(),
+            bytes: None,
+        }
     }
+}
+
+fn signed(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// A filter entered the keyspace (created, loaded, copied).
 pub fn entered(filter: &CuckooFilter) {
-    FILTERS.fetch_add(1, Ordering::Relaxed);
-    Figures::of(filter).add_to_totals(1);
+    count_filter(filter, 1);
 }
 
-/// A write changed a filter whose figures were `before`.
+/// Adds (`sign` 1) or subtracts (-1) a whole filter's figures.
+fn count_filter(filter: &CuckooFilter, sign: i64) {
+    FILTERS.fetch_add(sign, Ordering::Relaxed);
+    SUB_FILTERS.fetch_add(sign * filter.sub_filters().len() as i64, Ordering::Relaxed);
+    ITEMS.fetch_add(
+        sign.saturating_mul(signed(filter.items())),
+        Ordering::Relaxed,
+    );
+    BYTES.fetch_add(
+        sign.saturating_mul(signed(filter.memory_usage())),
+        Ordering::Relaxed,
+    );
+}
+
+/// A write changed a filter whose figures were `before`. Only the totals that moved are
+/// written: each is an atomic read-modify-write (a locked instruction, tens of cycles),
+/// and an add or a delete moves only the item count.
 pub fn changed(before: Figures, filter: &CuckooFilter) {
-    let after = Figures::of(filter);
-    if after != before {
-        after.add_to_totals(1);
-        before.add_to_totals(-1);
+    let items = signed(filter.items()).wrapping_sub(signed(before.items));
+    if items != 0 {
+        ITEMS.fetch_add(items, Ordering::Relaxed);
+    }
+    let sub_filters = filter.sub_filters().len();
+    if sub_filters != before.sub_filters {
+        let was = before
+            .bytes
+            .unwrap_or_else(|| filter.memory_usage_of_first(before.sub_filters));
+        SUB_FILTERS.fetch_add(
+            sub_filters as i64 - before.sub_filters as i64,
+            Ordering::Relaxed,
+        );
+        BYTES.fetch_add(
+            signed(filter.memory_usage()).wrapping_sub(signed(was)),
+            Ordering::Relaxed,
+        );
     }
 }
 
 /// A filter is being freed.
 pub fn freed(filter: &CuckooFilter) {
-    FILTERS.fetch_sub(1, Ordering::Relaxed);
-    Figures::of(filter).add_to_totals(-1);
+    count_filter(filter, -1);
 }
 
 /// A CF.DEL found no copy of the item's fingerprint.
@@ -69,7 +106,9 @@ pub fn delete_not_found() {
 
 /// Items a non-scaling filter refused (`Filter is full`, or -1 in a CF.INSERT reply).
 pub fn refused_full(items: usize) {
-    REFUSED_FULL.fetch_add(items as i64, Ordering::Relaxed);
+    if items > 0 {
+        REFUSED_FULL.fetch_add(items as i64, Ordering::Relaxed);
+    }
 }
 
 /// A command refused for the filter's sub-filter count (`Maximum expansions reached`).

@@ -386,10 +386,14 @@ impl CuckooFilter {
     /// Bytes the filter takes by the allocator model (`footprint`): its struct, its
     /// sub-filter table and every slot array. Equal filters give equal figures everywhere.
     pub fn memory_usage(&self) -> u64 {
-        Self::modelled_bytes(
-            self.subs.len(),
-            self.subs.iter().map(|s| s.slots.len() as u64),
-        )
+        self.memory_usage_of_first(self.subs.len())
+    }
+
+    /// `memory_usage` of the filter's oldest `count` sub-filters alone: what it was before
+    /// the newer ones were added (at most all of them).
+    pub fn memory_usage_of_first(&self, count: usize) -> u64 {
+        let subs = &self.subs[..count.min(self.subs.len())];
+        Self::modelled_bytes(subs.len(), subs.iter().map(|s| s.slots.len() as u64))
     }
 
     /// `memory_usage` of a filter of `count` sub-filters with these slot array lengths.
@@ -461,10 +465,10 @@ impl CuckooFilter {
             .sum()
     }
 
-    /// Starts loading every bucket a batch will probe, in every sub-filter.
-    fn prefetch_batch(&self, hashes: &[CuckooHash]) {
+    /// Starts loading every bucket a batch will probe in the newest `subs` sub-filters.
+    fn prefetch_batch(&self, hashes: &[CuckooHash], subs: usize) {
         let bs = self.bs();
-        for s in self.subs.iter().rev() {
+        for s in self.subs.iter().rev().take(subs) {
             for h in hashes {
                 s.prefetch(h, bs);
             }
@@ -478,7 +482,7 @@ impl CuckooFilter {
         let mut batch = [CuckooHash::from_hash(0); BATCH];
         for chunk in items.chunks(BATCH) {
             let hashes = hash_batch(chunk, &mut batch);
-            self.prefetch_batch(hashes);
+            self.prefetch_batch(hashes, self.subs.len());
             out.extend(hashes.iter().map(|h| self.contains_hash(h)));
         }
         out
@@ -527,8 +531,10 @@ impl CuckooFilter {
         for chunk in items.chunks(BATCH) {
             let hashes = hash_batch(chunk, &mut batch);
             // Only a hint: earlier inserts of the batch may grow the filter, which changes
-            // nothing about the results.
-            self.prefetch_batch(hashes);
+            // nothing about the results. An insert looks for room in the newest sub-filter
+            // first and seldom looks further, so only its buckets are asked for (memory
+            // bandwidth, not latency, bounds a batch); an NX insert's lookup reads them all.
+            self.prefetch_batch(hashes, if nx { self.subs.len() } else { 1 });
             for h in hashes {
                 let result = if nx && self.contains_hash(h) {
                     Ok(false)
