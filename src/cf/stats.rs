@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use layerbloom_filter::cuckoo::CuckooFilter;
+use layerbloom_filter::cuckoo::AnyFilter;
 
 static FILTERS: AtomicI64 = AtomicI64::new(0);
 static SUB_FILTERS: AtomicI64 = AtomicI64::new(0);
@@ -25,10 +25,10 @@ pub struct Figures {
 }
 
 impl Figures {
-    pub fn of(filter: &CuckooFilter) -> Self {
+    pub fn of(filter: &AnyFilter) -> Self {
         let signed = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
         Figures {
-            sub_filters: filter.sub_filters().len() as i64,
+            sub_filters: filter.sub_filter_count() as i64,
             items: signed(filter.items()),
             bytes: signed(filter.memory_usage()),
         }
@@ -42,13 +42,13 @@ impl Figures {
 }
 
 /// A filter entered the keyspace (created, loaded, copied).
-pub fn entered(filter: &CuckooFilter) {
+pub fn entered(filter: &AnyFilter) {
     FILTERS.fetch_add(1, Ordering::Relaxed);
     Figures::of(filter).add_to_totals(1);
 }
 
 /// A write changed a filter whose figures were `before`.
-pub fn changed(before: Figures, filter: &CuckooFilter) {
+pub fn changed(before: Figures, filter: &AnyFilter) {
     let after = Figures::of(filter);
     if after != before {
         after.add_to_totals(1);
@@ -57,7 +57,7 @@ pub fn changed(before: Figures, filter: &CuckooFilter) {
 }
 
 /// A filter is being freed.
-pub fn freed(filter: &CuckooFilter) {
+pub fn freed(filter: &AnyFilter) {
     FILTERS.fetch_sub(1, Ordering::Relaxed);
     Figures::of(filter).add_to_totals(-1);
 }
