@@ -198,7 +198,7 @@ impl WideSub {
 
     /// Slot `index` (below `slots()`).
     #[inline]
-    pub(crate) fn get(&self, index: u64) -> u32 {
+    pub fn get(&self, index: u64) -> u32 {
         let (_, shift, word) = self.word_at(index);
         ((word >> shift) & self.field_mask()) as u32
     }
