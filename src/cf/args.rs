@@ -541,6 +541,60 @@ mod tests {
     }
 
     #[test]
+    fn error_sizes_an_extension_shape_and_keeps_the_options_given() {
+        let s = reserve(&["1000", "ERROR", "0.01"]).unwrap();
+        let rate = s.rate.unwrap();
+        assert_eq!((rate.error, rate.widths.first), (0.01, 10));
+        assert_eq!(s.buckets, 512);
+        assert_eq!(
+            s.params,
+            Params {
+                bucket_size: 4,
+                max_iterations: 500,
+                expansion: 1
+            }
+        );
+        let s = reserve(&[
+            "1000",
+            "expansion",
+            "0",
+            "error",
+            "0.001",
+            "bucketsize",
+            "8",
+        ]);
+        let s = s.unwrap();
+        assert_eq!((s.params.bucket_size, s.params.expansion), (8, 0));
+        assert_eq!(reserve(&["1000"]).unwrap().rate, None);
+        assert_eq!(
+            reserve(&["1000", "ERROR", "0.01", "BUCKETSIZE", "2"]),
+            Err(BfError::CfErrorBucketSize)
+        );
+        assert_eq!(
+            reserve(&["1000", "ERROR", "1e-300"]),
+            Err(BfError::CfErrorTooSmall)
+        );
+        for bad in ["0", "1", "-1", "x", "inf", "nan"] {
+            assert_eq!(
+                reserve(&["1000", "ERROR", bad]),
+                Err(BfError::CfErrorRange),
+                "{bad}"
+            );
+        }
+        // Huge capacities make a shape the allocation then refuses.
+        assert!(reserve(&["9223372036854775807", "ERROR", "0.01"]).is_ok());
+        let (shape, _) = insert(&["ERROR", "0.001", "CAPACITY", "100", "ITEMS", "a"]).unwrap();
+        assert_eq!(shape.unwrap().rate.unwrap().widths.first, 13);
+        let (shape, _) = insert(&["NOCREATE", "ERROR", "0.5", "ITEMS", "a"]).unwrap();
+        assert_eq!(shape, None);
+        assert_eq!(
+            insert(&["ERROR", "2", "ITEMS", "a"]),
+            Err(BfError::CfErrorRange)
+        );
+        assert_eq!(insert(&["ERROR"]), Err(BfError::WrongArity));
+    }
+
+    #[test]
     fn positions_are_non_negative_integers() {
         assert_eq!(position(b"0", 0), Ok(0));
         assert_eq!(position(b"0", 1), Err(BfError::CfInvalidPosition));

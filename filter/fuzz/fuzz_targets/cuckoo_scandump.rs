@@ -226,8 +226,11 @@ fn wide(header_bytes: &[u8], strictness: Strictness, input: &mut Input) {
                 let s = &filter.sub_filters()[i];
                 let within = off - (start - sub_len);
                 let bits = u64::from(s.bits());
-                assert!(within % bits == 0, "a misaligned chunk was accepted");
-                assert!(len % bits == 0 || within + len == sub_len);
+                assert!(
+                    within.is_multiple_of(bits),
+                    "a misaligned chunk was accepted"
+                );
+                assert!(len.is_multiple_of(bits) || within + len == sub_len);
                 assert_eq!(
                     &s.as_bytes()[within as usize..(within + len) as usize],
                     chunk,

@@ -269,7 +269,9 @@ pub fn load_chunk(filter: &mut WideFilter, it: u64, data: &[u8]) -> Result<(), C
                 return Err(CodecError::TooBig);
             }
             let bits = u64::from(sub.bits());
-            if within % bits != 0 || (len % bits != 0 && within + len != sub_len) {
+            if !within.is_multiple_of(bits)
+                || (!len.is_multiple_of(bits) && within + len != sub_len)
+            {
                 return Err(CodecError::BadData(
                     "a chunk of an extension filter is whole 8-slot groups",
                 ));
