@@ -539,3 +539,82 @@ fn redisbloom_refuses_extension_data_instead_of_misreading_it() {
     b.ok(&cmd!("RESTORE", "plain", 0, payload.as_slice()));
     assert_eq!(b.q::<i64>(&cmd!("CF.EXISTS", "plain", "p:7")), 1);
 }
+
+#[test]
+fn the_memory_limit_refuses_extension_filters_before_allocating() {
+    require_own_server!();
+    let s = Server::builder()
+        .module_args(&["bf-max-filter-memory", "64kb"])
+        .start();
+    let mut con = s.conn();
+    // Creation: CF.RESERVE, CF.INSERT and a LOADCHUNK header over the limit create nothing.
+    let created = con.err_text(&cmd!("CF.RESERVE", "big", "10000000", "ERROR", "0.001"));
+    assert!(
+        created.starts_with("ERR Insufficient memory to create filter: it would need"),
+        "{created}"
+    );
+    let inserted = con.err_text(&cmd!(
+        "CF.INSERT",
+        "big",
+        "CAPACITY",
+        "10000000",
+        "ERROR",
+        "0.01",
+        "ITEMS",
+        "a"
+    ));
+    assert!(
+        inserted.starts_with("ERR Insufficient memory"),
+        "{inserted}"
+    );
+    assert!(!common::key_exists(&mut con, "big"));
+    // Growth: a filter near the limit is refused its next sub-filter, and keeps its items.
+    con.ok(&cmd!(
+        "CF.RESERVE",
+        "g",
+        "20000",
+        "ERROR",
+        "0.01",
+        "EXPANSION",
+        "2"
+    ));
+    let mut c = cmd!("CF.INSERT", "g", "ITEMS");
+    for i in items("g", 60_000) {
+        c.arg(i);
+    }
+    let v = con.raw(&c);
+    let Value::Array(replies) = &v else {
+        panic!("{v:?}")
+    };
+    let last = replies
+        .last()
+        .and_then(common::error_of)
+        .unwrap_or_default();
+    assert!(
+        last.starts_with("ERR problem inserting into filter: its next sub-filter"),
+        "{last}"
+    );
+    let added = replies.len() - 1;
+    assert_eq!(
+        field(&mut con, "g", "Number of items inserted"),
+        added as i64
+    );
+    assert!(mexists(&mut con, "g", &items("g", added))
+        .iter()
+        .all(|&r| r == 1));
+    let usage: i64 = con.q(&cmd!("MEMORY", "USAGE", "g"));
+    assert!(usage <= 64 * 1024 + 1024, "{usage}");
+    // A client's RESTORE of a larger extension filter is refused before it is built.
+    let other = Server::start();
+    let mut o = other.conn();
+    o.ok(&cmd!("CF.RESERVE", "x", "200000", "ERROR", "0.001"));
+    o.q::<i64>(&cmd!("CF.ADD", "x", "a"));
+    let payload: Vec<u8> = o.q(&cmd!("DUMP", "x"));
+    let refused = con.err_text(&cmd!("RESTORE", "x", 0, payload.as_slice()));
+    assert!(refused.contains("Bad data format"), "{refused}");
+    assert!(!common::key_exists(&mut con, "x"));
+    let header = cf_scandump(&mut o, "x")[0].1.clone().unwrap();
+    let loaded = con.err_text(&cmd!("CF.LOADCHUNK", "x", 1, header.as_slice()));
+    assert!(loaded.starts_with("ERR Insufficient memory"), "{loaded}");
+    assert!(!common::key_exists(&mut con, "x"));
+}
