@@ -219,10 +219,30 @@ impl WideSub {
         bucket * u64::from(self.bucket_size) + s
     }
 
-    /// The first slot of bucket `b` holding `fp`.
+    /// The first slot of bucket `b` holding `fp`. A bucket of at most 57 bits (4 slots of
+    /// up to 14 bits, 3 of up to 19: the usual shapes) is read as one word.
     #[inline]
     fn find(&self, b: u64, fp: u32) -> Option<u64> {
-        (0..u64::from(self.bucket_size)).find(|&s| self.get(self.slot(b, s)) == fp)
+        let bs = u64::from(self.bucket_size);
+        let bits = u64::from(self.bits);
+        if bs * bits <= 57 {
+            let (_, shift, word) = self.word_at(b * bs);
+            let bucket = word >> shift;
+            let mask = self.field_mask();
+            return (0..bs).find(|&s| (bucket >> (s * bits)) & mask == u64::from(fp));
+        }
+        (0..bs).find(|&s| self.get(self.slot(b, s)) == fp)
+    }
+
+    /// Starts loading both candidate buckets of an item.
+    #[inline]
+    fn prefetch(&self, h: &WideHash) {
+        let m = self.mask();
+        let bs = u64::from(self.bucket_size);
+        for b in [h.h1 & m, h.h2 & m] {
+            let at = (b * bs * u64::from(self.bits) / 8) as usize;
+            super::filter::prefetch(self.bytes[at..].as_ptr());
+        }
     }
 
     #[inline]
@@ -472,8 +492,23 @@ impl WideFilter {
             .sum()
     }
 
+    /// `contains` for many items: each batch hashed and its buckets requested in every
+    /// sub-filter before any is probed, as for RedisBloom's layout.
     pub fn contains_many(&self, items: &[&[u8]]) -> Vec<bool> {
-        items.iter().map(|i| self.contains(i)).collect()
+        const BATCH: usize = 32;
+        let mut out = Vec::with_capacity(items.len());
+        let mut hashes = [WideHash::from_hash(0, self.widths.first); BATCH];
+        for chunk in items.chunks(BATCH) {
+            for (h, item) in hashes.iter_mut().zip(chunk) {
+                *h = self.hash(item);
+            }
+            let hashes = &hashes[..chunk.len()];
+            for s in self.subs.iter().rev() {
+                hashes.iter().for_each(|h| s.prefetch(h));
+            }
+            out.extend(hashes.iter().map(|h| self.contains_hash(h)));
+        }
+        out
     }
 
     // ---- inserts ------------------------------------------------------------------------
