@@ -413,8 +413,8 @@ pub fn compact(ctx: &Context, args: &[RedisString]) -> CommandResult {
 /// `CF.INFO key [SIZE | BUCKETS | FILTERS | ITEMS | DELETED | BUCKETSIZE | EXPANSION |
 /// MAXITERATIONS | LOAD | FPR | DELETESNOTFOUND | HEALTH | FINGERPRINT | ERROR]`: without a
 /// word, exactly RedisBloom's eight fields in its order (a map in RESP3, a flat array in
-/// RESP2); the health and layout figures only when asked for, shaped as BF.INFO's. The word is parsed after the key
-/// is looked up, as BF.INFO's.
+/// RESP2); the health and layout figures only when asked for, shaped as BF.INFO's. The word
+/// is parsed after the key is looked up, as BF.INFO's.
 pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key(&args[1]);
     let filter = read_filter(&key)?.ok_or(BfError::NotFound)?;

@@ -45,7 +45,8 @@ impl Occupancy for WideFilter {
     }
 }
 
-/// The width of RedisBloom's fingerprints, the only one filters have today.
+/// The width of RedisBloom's layout (an extension filter estimates its own rate:
+/// `WideFilter::estimated_fpr`).
 const FINGERPRINT_BITS: u8 = 8;
 
 /// Each sub-filter's load (occupied slots / slots), oldest first.
