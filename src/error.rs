@@ -174,6 +174,16 @@ pub enum BfError {
          sub-filters"
     )]
     CfTooManySubFilters { limit: usize },
+    /// layerbloom's extension: `ERROR e` of CF.RESERVE / CF.INSERT.
+    #[error("ERR ERROR: value must be a number between 0 and 1, exclusive")]
+    CfErrorRange,
+    #[error(
+        "ERR ERROR: no fingerprint of at most 32 bits reaches this rate (the smallest is about \
+         1e-7)"
+    )]
+    CfErrorTooSmall,
+    #[error("ERR BUCKETSIZE: with ERROR, value must be 3, 4, 6 or 8")]
+    CfErrorBucketSize,
 }
 
 impl BfError {
@@ -396,6 +406,14 @@ mod tests {
             (BfError::CfInvalidHeader, "Invalid header"),
             (BfError::CfCouldNotCreate, "Couldn't create filter!"),
             (BfError::CfCouldNotLoadChunk, "Couldn't load chunk!"),
+            (
+                BfError::CfErrorRange,
+                "ERR ERROR: value must be a number between 0 and 1, exclusive",
+            ),
+            (
+                BfError::CfErrorBucketSize,
+                "ERR BUCKETSIZE: with ERROR, value must be 3, 4, 6 or 8",
+            ),
             (
                 BfError::CfGrowOverLimit {
                     needed: 10,

@@ -27,7 +27,7 @@ mod stats;
 use redis_module::{redis_module, Context, RedisString, Status};
 
 use crate::datatype::BLOOM_TYPE;
-use crate::datatype_cf::CUCKOO_TYPE;
+use crate::datatype_cf::{CUCKOO_TYPE, WIDE_CUCKOO_TYPE};
 use crate::datatype_window::WINDOW_TYPE;
 
 /// The version `MODULE LIST` reports: the RedisBloom API level implemented (2.8), so tools
@@ -144,6 +144,6 @@ redis_module! {
     name: "bf",
     version: MODULE_VERSION,
     allocator: (Allocator, ALLOCATOR),
-    data_types: [BLOOM_TYPE, CUCKOO_TYPE, WINDOW_TYPE],
+    data_types: [BLOOM_TYPE, CUCKOO_TYPE, WIDE_CUCKOO_TYPE, WINDOW_TYPE],
     init: init,
 }

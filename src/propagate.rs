@@ -37,7 +37,7 @@ use std::ffi::{c_int, CStr};
 
 use layerbloom_filter::bloom::health::{self, LoadMark};
 use layerbloom_filter::cuckoo::health::{self as cuckoo_health, LoadMark as CfLoadMark};
-use layerbloom_filter::cuckoo::CuckooFilter;
+use layerbloom_filter::cuckoo::AnyFilter;
 use layerbloom_filter::{FilterError, ScalableFilter};
 use redis_module::{raw, Context, ContextFlags, RedisString};
 
@@ -249,7 +249,7 @@ pub enum CfChange<'a> {
         items: &'a [RedisString],
         changed: &'a [bool],
         full: bool,
-        filter: &'a CuckooFilter,
+        filter: &'a AnyFilter,
         before: CfLoadMark,
     },
     /// A CF.DEL that removed a fingerprint.
@@ -328,12 +328,7 @@ pub fn after_cf_write(ctx: &Context, key: &RedisString, change: CfChange) {
 /// its own copy, and AOF replay at startup repeats no warning. Unlike a Bloom layer's, a
 /// sub-filter's load falls with deletes: one taken back under the mark warns again when an
 /// add reaches it (another crossing).
-fn cf_capacity_warnings(
-    ctx: &Context,
-    key: &RedisString,
-    before: CfLoadMark,
-    filter: &CuckooFilter,
-) {
+fn cf_capacity_warnings(ctx: &Context, key: &RedisString, before: CfLoadMark, filter: &AnyFilter) {
     let percent = config::capacity_warning();
     let crossed = cuckoo_health::crossings(before, filter, percent);
     if crossed.is_empty() || ctx.get_flags().contains(ContextFlags::LOADING) {
@@ -351,7 +346,7 @@ fn cf_capacity_warnings(
                 "layerbloom: cuckoo filter '{shown}' reached {percent}% load: sub-filter {} of \
                  {} has {} of {} slots occupied (bf-capacity-warning {percent}); {next}",
                 c.sub_filter + 1,
-                filter.sub_filters().len(),
+                filter.sub_filter_count(),
                 c.occupied,
                 c.slots,
             ),

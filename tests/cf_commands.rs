@@ -1196,11 +1196,11 @@ fn info_field_words_answer_loads_the_estimated_rate_and_missed_deletes_in_resp2_
     }
     // A word that is not a field; a missing key is reported before the word.
     assert_eq!(
-        con.err_text(&cmd!("CF.INFO", &k, "ERROR")),
+        con.err_text(&cmd!("CF.INFO", &k, "CAPACITY")),
         "Invalid information value"
     );
     assert_eq!(
-        con.err_text(&cmd!("CF.INFO", ks.k("missing"), "ERROR")),
+        con.err_text(&cmd!("CF.INFO", ks.k("missing"), "CAPACITY")),
         con.err_text(&cmd!("CF.INFO", ks.k("missing")))
     );
     assert!(con

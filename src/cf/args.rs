@@ -7,16 +7,69 @@
 //! refused with an error.
 
 use layerbloom_filter::cuckoo::params::{self, ParamError};
+use layerbloom_filter::cuckoo::rate::{self, Extension, Widths};
 use layerbloom_filter::cuckoo::Params;
 
 use crate::error::BfError;
 use crate::number;
 
 /// A new filter's shape: the first sub-filter's bucket count and the settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Shape {
     pub buckets: u64,
     pub params: Params,
+    /// `ERROR e` (the extension): the asked rate and the widths sized for it; `None` for
+    /// RedisBloom's layout.
+    pub rate: Option<AskedRate>,
+}
+
+/// The rate of an extension filter and its sub-filters' fingerprint widths.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AskedRate {
+    pub error: f64,
+    pub widths: Widths,
+}
+
+/// An `ERROR` argument: a rate in (0, 1).
+fn error_rate(text: &[u8]) -> Result<f64, BfError> {
+    number::parse_f64(text)
+        .filter(|&e| e > 0.0 && e < 1.0)
+        .ok_or(BfError::CfErrorRange)
+}
+
+/// The shape of an extension filter for `capacity` items at `error`: the bucket size the
+/// sizing picks unless `BUCKETSIZE` names one of its sizes, 500 eviction attempts unless
+/// `MAXITERATIONS` says otherwise (the sizing's loads are reached with them), RedisBloom's
+/// expansion unless `EXPANSION` says otherwise. Buckets are enough for `capacity` at the
+/// load the bucket size reaches.
+fn extension_shape(
+    capacity: i64,
+    error: f64,
+    bucket_size: Option<u8>,
+    max_iterations: Option<u16>,
+    expansion: Option<u16>,
+) -> Result<Shape, BfError> {
+    let ext = Extension::for_rate(error, bucket_size).ok_or(match bucket_size {
+        Some(b) if rate::reached_load(b).is_none() => BfError::CfErrorBucketSize,
+        _ => BfError::CfErrorTooSmall,
+    })?;
+    if capacity < 2 * i64::from(ext.bucket_size) {
+        return Err(BfError::CfCapacityTooSmall);
+    }
+    // Too many buckets to exist: the allocation is then refused like any too large one.
+    let buckets = ext.buckets_for(capacity as u64).unwrap_or(1 << 63);
+    Ok(Shape {
+        buckets,
+        params: Params {
+            bucket_size: ext.bucket_size,
+            max_iterations: max_iterations.unwrap_or(rate::SIZING_MAX_ITERATIONS),
+            expansion: expansion.unwrap_or(params::DEFAULT_EXPANSION),
+        },
+        rate: Some(AskedRate {
+            error,
+            widths: ext.widths,
+        }),
+    })
 }
 
 /// The filter `CF.ADD` / `CF.INSERT` create on a missing key without `CAPACITY`.
@@ -27,7 +80,11 @@ pub fn default_shape() -> Shape {
 
 fn shape_for(capacity: i64, params: Params) -> Result<Shape, BfError> {
     let buckets = params::buckets_for(capacity, params.bucket_size).map_err(param_error)?;
-    Ok(Shape { buckets, params })
+    Ok(Shape {
+        buckets,
+        params,
+        rate: None,
+    })
 }
 
 fn param_error(e: ParamError) -> BfError {
@@ -44,20 +101,20 @@ fn capacity(text: &[u8]) -> Result<i64, BfError> {
     number::parse_i64(text).ok_or(BfError::InsertBadCapacity)
 }
 
-/// The options of `CF.RESERVE`, in the order RedisBloom checks them.
-const RESERVE_OPTIONS: [&str; 3] = ["MAXITERATIONS", "BUCKETSIZE", "EXPANSION"];
+/// The options of `CF.RESERVE`, in the order RedisBloom checks them (then layerbloom's ERROR).
+const RESERVE_OPTIONS: [&str; 4] = ["MAXITERATIONS", "BUCKETSIZE", "EXPANSION", "ERROR"];
 
-/// `CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS m] [EXPANSION e]`: `args` are the
-/// arguments after the key. Errors come in RedisBloom's order: the capacity's number, then
-/// MAXITERATIONS, BUCKETSIZE and EXPANSION (each parsed, then its range), then the
-/// capacity's minimum.
+/// `CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS m] [EXPANSION e] [ERROR r]`:
+/// `args` are the arguments after the key. Errors come in RedisBloom's order: the
+/// capacity's number, then MAXITERATIONS, BUCKETSIZE and EXPANSION (each parsed, then its
+/// range), then ERROR, then the capacity's minimum.
 pub fn parse_reserve(args: &[&[u8]]) -> Result<Shape, BfError> {
     let (cap, options) = args.split_first().ok_or(BfError::WrongArity)?;
     let cap = capacity(cap)?;
     if options.len() % 2 != 0 {
         return Err(BfError::WrongArity);
     }
-    let mut values: [Option<&[u8]>; 3] = [None; 3];
+    let mut values: [Option<&[u8]>; 4] = [None; 4];
     for pair in options.chunks_exact(2) {
         let index = RESERVE_OPTIONS
             .iter()
@@ -80,6 +137,16 @@ pub fn parse_reserve(args: &[&[u8]]) -> Result<Shape, BfError> {
         let v = number::parse_i64(v).ok_or(BfError::CfExpansionNotNumeric)?;
         p.expansion = params::expansion(v).map_err(param_error)?;
     }
+    if let Some(v) = values[3] {
+        let given = |i: usize| values[i].is_some();
+        return extension_shape(
+            cap,
+            error_rate(v)?,
+            given(1).then_some(p.bucket_size),
+            given(0).then_some(p.max_iterations),
+            given(2).then_some(p.expansion),
+        );
+    }
     shape_for(cap, p)
 }
 
@@ -91,11 +158,12 @@ pub struct Insert<'a> {
     pub items: &'a [&'a [u8]],
 }
 
-/// `CF.INSERT key [CAPACITY c] [NOCREATE] ITEMS item...`: `args` are the arguments after the
-/// key. Every word after `ITEMS` is an item. The capacity is checked even when the key
-/// exists (RedisBloom does).
+/// `CF.INSERT key [CAPACITY c] [ERROR r] [NOCREATE] ITEMS item...`: `args` are the arguments
+/// after the key. Every word after `ITEMS` is an item. The capacity (and the rate) are
+/// checked even when the key exists (RedisBloom checks the capacity).
 pub fn parse_insert<'a>(args: &'a [&'a [u8]]) -> Result<Insert<'a>, BfError> {
     let mut cap: Option<i64> = None;
+    let mut error_rate_arg: Option<f64> = None;
     let mut nocreate = false;
     // RedisBloom answers a wrong argument count to a command without `ITEMS` and an item,
     // whatever else is wrong: errors of the options wait for `ITEMS`.
@@ -115,10 +183,11 @@ pub fn parse_insert<'a>(args: &'a [&'a [u8]]) -> Result<Insert<'a>, BfError> {
                 return Err(e);
             }
             // The capacity is checked with NOCREATE too, as RedisBloom checks it.
-            let shape = shape_for(
-                cap.unwrap_or(params::DEFAULT_CAPACITY as i64),
-                Params::default(),
-            )?;
+            let cap = cap.unwrap_or(params::DEFAULT_CAPACITY as i64);
+            let shape = match error_rate_arg {
+                Some(e) => extension_shape(cap, e, None, None, None)?,
+                None => shape_for(cap, Params::default())?,
+            };
             let create = (!nocreate).then_some(shape);
             return Ok(Insert { create, items });
         } else if word.eq_ignore_ascii_case(b"CAPACITY") {
@@ -127,6 +196,18 @@ pub fn parse_insert<'a>(args: &'a [&'a [u8]]) -> Result<Insert<'a>, BfError> {
             };
             match capacity(value) {
                 Ok(c) if cap.replace(c).is_some() => keep(BfError::CfRepeatedOption("CAPACITY")),
+                Ok(_) => {}
+                Err(e) => keep(e),
+            }
+            i += 2;
+        } else if word.eq_ignore_ascii_case(b"ERROR") {
+            let Some(value) = args.get(i + 1) else {
+                break;
+            };
+            match error_rate(value) {
+                Ok(e) if error_rate_arg.replace(e).is_some() => {
+                    keep(BfError::CfRepeatedOption("ERROR"))
+                }
                 Ok(_) => {}
                 Err(e) => keep(e),
             }
@@ -241,6 +322,10 @@ pub enum InfoField {
     EstimatedFpr,
     /// CF.DEL calls that found nothing since the filter was created or loaded here.
     DeletesNotFound,
+    /// Bits per fingerprint of each sub-filter, oldest first (8 for RedisBloom's layout).
+    Fingerprint,
+    /// The rate asked for with `ERROR` (nil for RedisBloom's layout).
+    Error,
 }
 
 impl InfoField {
@@ -265,7 +350,7 @@ impl InfoField {
 
     /// Each field's word and name in replies (RedisBloom's names for its eight; the health
     /// ones named as BF.INFO's where the figure is the same).
-    const WORDS: [(&'static str, InfoField, &'static std::ffi::CStr); 11] = [
+    const WORDS: [(&'static str, InfoField, &'static std::ffi::CStr); 13] = [
         ("SIZE", InfoField::Size, c"Size"),
         ("BUCKETS", InfoField::Buckets, c"Number of buckets"),
         ("FILTERS", InfoField::Filters, c"Number of filters"),
@@ -285,6 +370,8 @@ impl InfoField {
             InfoField::DeletesNotFound,
             c"Deletes not found",
         ),
+        ("FINGERPRINT", InfoField::Fingerprint, c"Fingerprint bits"),
+        ("ERROR", InfoField::Error, c"Error rate"),
     ];
 
     pub fn title_c(self) -> &'static std::ffi::CStr {
@@ -454,6 +541,60 @@ mod tests {
     }
 
     #[test]
+    fn error_sizes_an_extension_shape_and_keeps_the_options_given() {
+        let s = reserve(&["1000", "ERROR", "0.01"]).unwrap();
+        let rate = s.rate.unwrap();
+        assert_eq!((rate.error, rate.widths.first), (0.01, 10));
+        assert_eq!(s.buckets, 512);
+        assert_eq!(
+            s.params,
+            Params {
+                bucket_size: 4,
+                max_iterations: 500,
+                expansion: 1
+            }
+        );
+        let s = reserve(&[
+            "1000",
+            "expansion",
+            "0",
+            "error",
+            "0.001",
+            "bucketsize",
+            "8",
+        ]);
+        let s = s.unwrap();
+        assert_eq!((s.params.bucket_size, s.params.expansion), (8, 0));
+        assert_eq!(reserve(&["1000"]).unwrap().rate, None);
+        assert_eq!(
+            reserve(&["1000", "ERROR", "0.01", "BUCKETSIZE", "2"]),
+            Err(BfError::CfErrorBucketSize)
+        );
+        assert_eq!(
+            reserve(&["1000", "ERROR", "1e-300"]),
+            Err(BfError::CfErrorTooSmall)
+        );
+        for bad in ["0", "1", "-1", "x", "inf", "nan"] {
+            assert_eq!(
+                reserve(&["1000", "ERROR", bad]),
+                Err(BfError::CfErrorRange),
+                "{bad}"
+            );
+        }
+        // Huge capacities make a shape the allocation then refuses.
+        assert!(reserve(&["9223372036854775807", "ERROR", "0.01"]).is_ok());
+        let (shape, _) = insert(&["ERROR", "0.001", "CAPACITY", "100", "ITEMS", "a"]).unwrap();
+        assert_eq!(shape.unwrap().rate.unwrap().widths.first, 13);
+        let (shape, _) = insert(&["NOCREATE", "ERROR", "0.5", "ITEMS", "a"]).unwrap();
+        assert_eq!(shape, None);
+        assert_eq!(
+            insert(&["ERROR", "2", "ITEMS", "a"]),
+            Err(BfError::CfErrorRange)
+        );
+        assert_eq!(insert(&["ERROR"]), Err(BfError::WrongArity));
+    }
+
+    #[test]
     fn positions_are_non_negative_integers() {
         assert_eq!(position(b"0", 0), Ok(0));
         assert_eq!(position(b"0", 1), Err(BfError::CfInvalidPosition));
@@ -476,7 +617,7 @@ mod tests {
             assert_eq!(named, 1, "{word}");
         }
         assert_eq!(parse("health"), Ok(InfoRequest::Health));
-        assert_eq!(parse("ERROR"), Err(BfError::InvalidInfo));
+        assert_eq!(parse("ERRORS"), Err(BfError::InvalidInfo));
         assert_eq!(parse(""), Err(BfError::InvalidInfo));
         assert_eq!(
             InfoRequest::parse_with(None, InfoField::parse),
@@ -485,6 +626,7 @@ mod tests {
         let all: Vec<InfoField> = InfoField::REDISBLOOM
             .iter()
             .chain(&InfoField::HEALTH)
+            .chain(&[InfoField::Fingerprint, InfoField::Error])
             .copied()
             .collect();
         let listed: Vec<InfoField> = InfoField::WORDS.iter().map(|w| w.1).collect();

@@ -7,10 +7,11 @@
 //! `maxmemory` before it is made. A key of another type is `WRONGTYPE` for every command (as
 //! for the BF commands; RedisBloom answers 0 or "Not found" for some, see README).
 
-use layerbloom_filter::cuckoo::codec::{self, Header};
-use layerbloom_filter::cuckoo::health::{self, LoadMark};
+use layerbloom_filter::cuckoo::health::LoadMark;
 use layerbloom_filter::cuckoo::params::DEFAULT_MAX_EXPANSIONS;
-use layerbloom_filter::cuckoo::{CuckooError, CuckooFilter, Limits as CfLimits};
+use layerbloom_filter::cuckoo::{
+    AnyFilter, CuckooError, CuckooFilter, HeaderError, Limits as CfLimits, WideFilter,
+};
 use layerbloom_filter::format::{CodecError, Strictness};
 use layerbloom_filter::FilterError;
 use std::cell::OnceCell;
@@ -22,7 +23,7 @@ use crate::bf::args::InfoRequest;
 use crate::cf::args::{self, InfoField, Shape, Syntax};
 use crate::cf::stats::{self, Figures};
 use crate::config;
-use crate::datatype_cf::CUCKOO_TYPE;
+use crate::datatype_cf::{self, CUCKOO_TYPE, WIDE_CUCKOO_TYPE};
 use crate::dispatch::CommandResult;
 use crate::error::BfError;
 use crate::keys;
@@ -30,19 +31,24 @@ use crate::memory::{self, Limits};
 use crate::propagate::{self, CfChange};
 use crate::reply::Reply;
 
-fn read_filter(key: &RedisKey) -> Result<Option<&CuckooFilter>, BfError> {
-    keys::read(key, &CUCKOO_TYPE)
+/// The filter under a key of either cuckoo type (RedisBloom's, or the extension's).
+fn read_filter(key: &RedisKey) -> Result<Option<&AnyFilter>, BfError> {
+    match keys::read(key, &CUCKOO_TYPE) {
+        Err(BfError::WrongType) => keys::read(key, &WIDE_CUCKOO_TYPE),
+        found => found,
+    }
 }
 
-fn write_filter(key: &RedisKeyWritable) -> Result<Option<&mut CuckooFilter>, BfError> {
-    keys::write(key, &CUCKOO_TYPE)
+fn write_filter(key: &RedisKeyWritable) -> Result<Option<&mut AnyFilter>, BfError> {
+    match keys::write(key, &CUCKOO_TYPE) {
+        Err(BfError::WrongType) => keys::write(key, &WIDE_CUCKOO_TYPE),
+        found => found,
+    }
 }
 
-fn store_filter(
-    key: &RedisKeyWritable,
-    filter: CuckooFilter,
-) -> Result<&mut CuckooFilter, BfError> {
-    let stored = keys::store(key, &CUCKOO_TYPE, filter)?;
+/// Stores a new filter under the type of its layout.
+fn store_filter(key: &RedisKeyWritable, filter: AnyFilter) -> Result<&mut AnyFilter, BfError> {
+    let stored = keys::store(key, datatype_cf::type_of(&filter), filter)?;
     stats::entered(stored);
     Ok(stored)
 }
@@ -100,17 +106,28 @@ impl<'c> Flags<'c> {
     }
 }
 
-/// Creates a filter of `shape` within the creation limits.
-fn new_filter(flags: &Flags, shape: Shape) -> Result<CuckooFilter, BfError> {
+/// Creates a filter of `shape` within the creation limits: RedisBloom's layout, or the
+/// extension's for a shape with a rate.
+fn new_filter(flags: &Flags, shape: Shape) -> Result<AnyFilter, BfError> {
     let flags = flags.get();
     let limits = Limits::for_creation(flags, config::max_filter_bytes(flags));
-    CuckooFilter::new(shape.buckets, shape.params, limits.bytes())
-        .map_err(|e| cf_error(&limits, e, true))
+    match shape.rate {
+        None => CuckooFilter::new(shape.buckets, shape.params, limits.bytes()).map(AnyFilter::from),
+        Some(r) => WideFilter::new(
+            shape.buckets,
+            shape.params,
+            r.widths,
+            r.error,
+            limits.bytes(),
+        )
+        .map(AnyFilter::from),
+    }
+    .map_err(|e| cf_error(&limits, e, true))
 }
 
 /// The limits of an add to `filter`: growth may take it to the per-filter limit, or to what
 /// `maxmemory` leaves above its current size.
-fn add_limits(flags: &Flags, filter: &CuckooFilter) -> (Limits, CfLimits) {
+fn add_limits(flags: &Flags, filter: &AnyFilter) -> (Limits, CfLimits) {
     let flags = flags.get();
     let memory = if flags.contains(ContextFlags::MAXMEMORY) {
         memory::headroom(flags).map(|room| filter.memory_usage().saturating_add(room))
@@ -184,7 +201,7 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
         return Err(BfError::ItemExists);
     }
     let filter = store_filter(&key, new_filter(&flags, shape)?)?;
-    let header = Header::of(filter).encode();
+    let header = filter.header();
     propagate::after_cf_write(ctx, &args[1], CfChange::Reserved(&header));
     Reply::new(ctx).ok();
     Ok(())
@@ -196,12 +213,12 @@ fn filter_for_add<'k>(
     flags: &Flags,
     key: &'k RedisKeyWritable,
     create: Option<Shape>,
-) -> Result<(&'k mut CuckooFilter, Option<[u8; codec::HEADER_BYTES]>), BfError> {
+) -> Result<(&'k mut AnyFilter, Option<Vec<u8>>), BfError> {
     if let Some(filter) = write_filter(key)? {
         return Ok((filter, None));
     }
     let filter = new_filter(flags, create.ok_or(BfError::NotFound)?)?;
-    let header = Header::of(&filter).encode();
+    let header = filter.header();
     Ok((store_filter(key, filter)?, Some(header)))
 }
 
@@ -222,7 +239,7 @@ fn add_one(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult {
     let before = Figures::before_append(filter);
     let mark = LoadMark::of(filter);
     let item = args[2].as_slice();
-    let attempt = |filter: &mut CuckooFilter, core: &CfLimits| {
+    let attempt = |filter: &mut AnyFilter, core: &CfLimits| {
         if nx {
             filter.add_nx(item, core)
         } else {
@@ -395,7 +412,7 @@ pub fn del(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key_writable(&args[1]);
     let filter = write_filter(&key)?.ok_or(BfError::CfNotFound)?;
     // Only a filter of several sub-filters compacts (drops some) after a delete.
-    let before = if filter.sub_filters().len() > 1 {
+    let before = if filter.sub_filter_count() > 1 {
         Figures::of(filter)
     } else {
         Figures::before_append(filter)
@@ -424,10 +441,10 @@ pub fn compact(ctx: &Context, args: &[RedisString]) -> CommandResult {
 }
 
 /// `CF.INFO key [SIZE | BUCKETS | FILTERS | ITEMS | DELETED | BUCKETSIZE | EXPANSION |
-/// MAXITERATIONS | LOAD | FPR | DELETESNOTFOUND | HEALTH]`: without a word, exactly
-/// RedisBloom's eight fields in its order (a map in RESP3, a flat array in RESP2); the
-/// health figures only when asked for, shaped as BF.INFO's. The word is parsed after the key
-/// is looked up, as BF.INFO's.
+/// MAXITERATIONS | LOAD | FPR | DELETESNOTFOUND | HEALTH | FINGERPRINT | ERROR]`: without a
+/// word, exactly RedisBloom's eight fields in its order (a map in RESP3, a flat array in
+/// RESP2); the health and layout figures only when asked for, shaped as BF.INFO's. The word
+/// is parsed after the key is looked up, as BF.INFO's.
 pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key(&args[1]);
     let filter = read_filter(&key)?.ok_or(BfError::NotFound)?;
@@ -446,12 +463,21 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
         InfoField::Expansion => count(info.expansion),
         InfoField::MaxIterations => count(info.max_iterations),
         InfoField::Load => {
-            let loads = health::loads(filter);
+            let loads = filter.loads();
             reply.array(loads.len());
             loads.into_iter().for_each(|l| reply.double(l));
         }
-        InfoField::EstimatedFpr => reply.double(health::estimated_fpr(filter)),
+        InfoField::EstimatedFpr => reply.double(filter.estimated_fpr()),
         InfoField::DeletesNotFound => count(filter.deletes_not_found()),
+        InfoField::Fingerprint => {
+            let bits = filter.fingerprint_bits();
+            reply.array(bits.len());
+            bits.into_iter().for_each(|b| count(u64::from(b)));
+        }
+        InfoField::Error => match filter.error() {
+            Some(e) => reply.double(e),
+            None => reply.null(),
+        },
     };
     crate::bf::handlers::reply_info(
         &reply,
@@ -478,7 +504,7 @@ pub fn scandump(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let it = args::position(args[2].as_slice(), 0)?;
     let reply = Reply::new(ctx);
     reply.array(2);
-    match codec::dump_chunk(filter, it) {
+    match filter.dump_chunk(it) {
         Some((next, data)) => {
             reply.int(i64::try_from(next).unwrap_or(i64::MAX));
             reply.bulk(&data);
@@ -513,16 +539,16 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key_writable(&args[1]);
     let created = match write_filter(&key)? {
         None if it == 1 => {
-            let header = Header::decode(data).map_err(|_| BfError::CfInvalidHeader)?;
             let flags = Flags::new(ctx);
-            let strictness = header_strictness(&flags);
             let limits = Limits::for_creation(flags.get(), config::max_filter_bytes(flags.get()));
-            let filter = codec::filter_from_header(&header, strictness, limits.bytes()).map_err(
-                |e| match e {
-                    CodecError::Filter(f) => cf_error(&limits, CuckooError::Filter(f), true),
-                    _ => BfError::CfCouldNotCreate,
-                },
-            )?;
+            let filter = AnyFilter::from_header(data, header_strictness(&flags), limits.bytes())
+                .map_err(|e| match e {
+                    HeaderError::Invalid => BfError::CfInvalidHeader,
+                    HeaderError::Refused(CodecError::Filter(f)) => {
+                        cf_error(&limits, CuckooError::Filter(f), true)
+                    }
+                    HeaderError::Refused(_) => BfError::CfCouldNotCreate,
+                })?;
             store_filter(&key, filter)?;
             true
         }
@@ -530,7 +556,9 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> CommandResult {
         Some(_) if it == 1 => return Err(BfError::ItemExists),
         Some(filter) => {
             let it = u64::try_from(it).map_err(|_| BfError::CfCouldNotLoadChunk)?;
-            codec::load_chunk(filter, it, data).map_err(|_| BfError::CfCouldNotLoadChunk)?;
+            filter
+                .load_chunk(it, data)
+                .map_err(|_| BfError::CfCouldNotLoadChunk)?;
             false
         }
     };

@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use layerbloom_filter::cuckoo::CuckooFilter;
+use layerbloom_filter::cuckoo::AnyFilter;
 
 static FILTERS: AtomicI64 = AtomicI64::new(0);
 static SUB_FILTERS: AtomicI64 = AtomicI64::new(0);
@@ -28,7 +28,7 @@ pub struct Figures {
 
 impl Figures {
     /// Before any write.
-    pub fn of(filter: &CuckooFilter) -> Self {
+    pub fn of(filter: &AnyFilter) -> Self {
         Figures {
             bytes: Some(filter.memory_usage()),
             ..Self::before_append(filter)
@@ -38,9 +38,9 @@ impl Figures {
     /// Before a write that removes no sub-filter (an add; a delete from a filter of one
     /// sub-filter, which cannot compact): its bytes change only if it appends sub-filters,
     /// so they are computed only then, not on every write (a walk of the allocator model).
-    pub fn before_append(filter: &CuckooFilter) -> Self {
+    pub fn before_append(filter: &AnyFilter) -> Self {
         Figures {
-            sub_filters: filter.sub_filters().len(),
+            sub_filters: filter.sub_filter_count(),
             items: filter.items(),
             bytes: None,
         }
@@ -52,14 +52,14 @@ fn signed(n: u64) -> i64 {
 }
 
 /// A filter entered the keyspace (created, loaded, copied).
-pub fn entered(filter: &CuckooFilter) {
+pub fn entered(filter: &AnyFilter) {
     count_filter(filter, 1);
 }
 
 /// Adds (`sign` 1) or subtracts (-1) a whole filter's figures.
-fn count_filter(filter: &CuckooFilter, sign: i64) {
+fn count_filter(filter: &AnyFilter, sign: i64) {
     FILTERS.fetch_add(sign, Ordering::Relaxed);
-    SUB_FILTERS.fetch_add(sign * filter.sub_filters().len() as i64, Ordering::Relaxed);
+    SUB_FILTERS.fetch_add(sign * filter.sub_filter_count() as i64, Ordering::Relaxed);
     ITEMS.fetch_add(
         sign.saturating_mul(signed(filter.items())),
         Ordering::Relaxed,
@@ -73,12 +73,12 @@ fn count_filter(filter: &CuckooFilter, sign: i64) {
 /// A write changed a filter whose figures were `before`. Only the totals that moved are
 /// written: each is an atomic read-modify-write (a locked instruction, tens of cycles),
 /// and an add or a delete moves only the item count.
-pub fn changed(before: Figures, filter: &CuckooFilter) {
+pub fn changed(before: Figures, filter: &AnyFilter) {
     let items = signed(filter.items()).wrapping_sub(signed(before.items));
     if items != 0 {
         ITEMS.fetch_add(items, Ordering::Relaxed);
     }
-    let sub_filters = filter.sub_filters().len();
+    let sub_filters = filter.sub_filter_count();
     if sub_filters != before.sub_filters {
         let was = before
             .bytes
@@ -95,7 +95,7 @@ pub fn changed(before: Figures, filter: &CuckooFilter) {
 }
 
 /// A filter is being freed.
-pub fn freed(filter: &CuckooFilter) {
+pub fn freed(filter: &AnyFilter) {
     count_filter(filter, -1);
 }
 

@@ -9,7 +9,7 @@ super::command_table! {
     crate::cf::handlers::reserve => CommandSpec {
         name: "cf.reserve",
         flags: "write deny-oom",
-        arity: Arity::Between(3, 9),
+        arity: Arity::Between(3, 11),
         key: KeyAccess::Insert,
         summary: "Creates an empty cuckoo filter with the given capacity and settings",
         complexity: "O(1)",
@@ -20,6 +20,7 @@ super::command_table! {
             option("bucketsize", "BUCKETSIZE", ArgKind::Integer),
             option("maxiterations", "MAXITERATIONS", ArgKind::Integer),
             option("expansion", "EXPANSION", ArgKind::Integer),
+            option("error", "ERROR", ArgKind::Double),
         ],
     },
     crate::cf::handlers::add => CommandSpec {
@@ -53,6 +54,7 @@ super::command_table! {
         args: &[
             KEY,
             option("capacity", "CAPACITY", ArgKind::Integer),
+            option("error", "ERROR", ArgKind::Double),
             word("nocreate", "NOCREATE"),
             Arg {
                 token: Some("ITEMS"),
@@ -71,6 +73,7 @@ super::command_table! {
         args: &[
             KEY,
             option("capacity", "CAPACITY", ArgKind::Integer),
+            option("error", "ERROR", ArgKind::Double),
             word("nocreate", "NOCREATE"),
             Arg {
                 token: Some("ITEMS"),

@@ -4,13 +4,22 @@
 //! and `CF.COMPACT` are all reached. Every reply is compared, and after every operation the
 //! item and delete counts and every sub-filter's slot bytes.
 //!
+//! With bit 7 of the memory-limit byte, the filter is an extension filter (`WideFilter`,
+//! fingerprints of 4..=32 bits) instead, checked against a multiset of the items it holds:
+//! an item added and not deleted is always found, counts at least as often as it is held, and
+//! the item count is the multiset's size; deletes are of held items only (a delete of an
+//! item never added may take another's fingerprint, by design).
+//!
 //! Input: `u8 bucket size, u8 capacity, u8 max iterations, u8 expansion, u8 max expansions,
 //! u8 memory limit`, then operations: an opcode byte (low 3 bits the operation, bit 3 NX for
 //! batches, bit 7 a raw item rather than one of a small universe) and its items.
 
 #![no_main]
 
-use layerbloom_filter::cuckoo::{params, CuckooFilter, Limits, ParamError, Params};
+use std::collections::HashMap;
+
+use layerbloom_filter::cuckoo::rate::Widths;
+use layerbloom_filter::cuckoo::{params, CuckooFilter, Limits, ParamError, Params, WideFilter};
 use layerbloom_fuzz::cuckoo::model::{self, Model};
 use layerbloom_fuzz::cuckoo::{check_shape, rdb_round_trip, scandump_round_trip};
 use layerbloom_fuzz::Input;
@@ -108,6 +117,19 @@ fuzz_target!(|data: &[u8]| {
         max_iterations,
         expansion,
     };
+    if mem & 0x80 != 0 {
+        let first = ((mem >> 2) & 0x1f) % 29 + 4;
+        let widths = Widths {
+            first,
+            second: (first + cap % 4).min(32),
+        };
+        let limits = Limits {
+            max_expansions,
+            max_bytes,
+        };
+        wide(&mut input, buckets.max(8), p, widths, limits);
+        return;
+    }
     let Ok(mut core) = CuckooFilter::new(buckets, p, max_bytes) else {
         assert!(CuckooFilter::modelled_bytes(1, [buckets * bs64]) > max_bytes);
         return;
@@ -196,3 +218,82 @@ fuzz_target!(|data: &[u8]| {
     rdb_round_trip(&core);
     scandump_round_trip(&core);
 });
+
+/// The extension filter against a multiset of what it holds.
+fn wide(input: &mut Input, buckets: u64, p: Params, widths: Widths, limits: Limits) {
+    use layerbloom_fuzz::cuckoo_wide::{check_shape, rdb_round_trip, scandump_round_trip};
+    let Ok(mut core) = WideFilter::new(buckets, p, widths, 0.01, limits.max_bytes) else {
+        return;
+    };
+    let mut held: HashMap<Vec<u8>, u64> = HashMap::new();
+    let add =
+        |held: &mut HashMap<Vec<u8>, u64>, x: &[u8]| *held.entry(x.to_vec()).or_default() += 1;
+    let mut steps = 0;
+    while let Some(op) = input.u8() {
+        steps += 1;
+        if steps > MAX_STEPS {
+            break;
+        }
+        match op & 7 {
+            0 | 1 => {
+                let Some(x) = item(input, op) else { break };
+                let before = core.clone();
+                let r = if op & 7 == 0 {
+                    core.add(&x, &limits).map(|()| true)
+                } else {
+                    core.add_nx(&x, &limits)
+                };
+                match r {
+                    Ok(true) => add(&mut held, &x),
+                    Ok(false) => assert!(core.contains(&x)),
+                    Err(_) => assert_eq!(core, before, "a refused add changed the filter"),
+                }
+            }
+            2 => {
+                let Some(xs) = items(input, op) else {
+                    break;
+                };
+                let refs: Vec<&[u8]> = xs.iter().map(Vec::as_slice).collect();
+                if let Ok(results) = core.insert_many(&refs, op & 8 != 0, &limits) {
+                    for (x, r) in xs.iter().zip(results) {
+                        if r == Ok(true) {
+                            add(&mut held, x);
+                        }
+                    }
+                }
+            }
+            3 => {
+                let Some(x) = item(input, op) else { break };
+                if let Some(n) = held.get_mut(&x).filter(|n| **n > 0) {
+                    assert!(core.delete(&x), "a held item was not deleted");
+                    *n -= 1;
+                }
+            }
+            4 => {
+                core.compact();
+                if op & 8 != 0 {
+                    rdb_round_trip(&core);
+                    scandump_round_trip(&core);
+                }
+            }
+            _ => {
+                let Some(x) = item(input, op) else { break };
+                let _ = core.contains(&x);
+            }
+        }
+        let total: u64 = held.values().sum();
+        assert_eq!(core.items(), total, "items");
+        for (x, &n) in &held {
+            if n > 0 {
+                assert!(core.contains(x), "a false negative");
+                assert!(
+                    core.count(x) >= n,
+                    "a held item counts less than it is held"
+                );
+            }
+        }
+    }
+    check_shape(&core);
+    rdb_round_trip(&core);
+    scandump_round_trip(&core);
+}

@@ -6,14 +6,17 @@
 //! without one; what it accepts is a filter of the shape its settings give, equal to what its
 //! own RDB fields decode to, and safe under every operation.
 //!
+//! The extension's type (`LBcuckoo-`, `wide_codec::decode_rdb`) is read the same way when
+//! bit 4 of the budget byte is set, with the same bounds.
+//!
 //! Input: one byte choosing the encoding version (-1 to 5), one choosing the budget (none,
-//! or one of a few sizes), then the fields as `FuzzSource` reads them.
+//! or one of a few sizes) and the type, then the fields as `FuzzSource` reads them.
 
 #![no_main]
 
 use layerbloom_filter::cuckoo::codec;
 use layerbloom_filter::cuckoo::params::MAX_SUB_FILTERS;
-use layerbloom_filter::cuckoo::CuckooFilter;
+use layerbloom_filter::cuckoo::{wide_codec, CuckooFilter, WideFilter};
 use layerbloom_fuzz::cuckoo::{exercise, CountingAlloc};
 use layerbloom_fuzz::FuzzSource;
 use layerbloom_fuzz::Input;
@@ -36,6 +39,10 @@ fuzz_target!(|data: &[u8]| {
     let encver = i32::from(v % 7) - 1;
     let budget = (b & 8 != 0).then(|| BUDGETS[usize::from(b & 7)]);
     let mut src = FuzzSource(input);
+    if b & 16 != 0 {
+        wide(data, &mut src, encver, budget);
+        return;
+    }
 
     let base = CountingAlloc::reset_peak();
     let decoded = codec::decode_rdb(&mut src, encver, budget);
@@ -69,3 +76,33 @@ fuzz_target!(|data: &[u8]| {
     }
     exercise(&mut filter, b"cuckoo");
 });
+
+/// What the extension's decoder may take beyond the filter: its table of sub-filter shapes
+/// (24 bytes each), and each sub-filter's 8 bytes of padding.
+const WIDE_SCRATCH: usize = MAX_SUB_FILTERS * (24 + 8);
+
+fn wide(data: &[u8], src: &mut FuzzSource, encver: i32, budget: Option<u64>) {
+    let base = CountingAlloc::reset_peak();
+    let decoded = wide_codec::decode_rdb(src, encver, budget);
+    let taken = CountingAlloc::peak() - base;
+    let table = WideFilter::modelled_bytes(MAX_SUB_FILTERS, []) as usize;
+    assert!(
+        taken <= data.len() + table + WIDE_SCRATCH,
+        "the extension decoder took {taken} bytes for a {}-byte input",
+        data.len()
+    );
+    if let Some(budget) = budget {
+        assert!(
+            taken as u64 <= budget.saturating_add(WIDE_SCRATCH as u64),
+            "the extension decoder took {taken} bytes within a budget of {budget}"
+        );
+    }
+    let Ok(mut filter) = decoded else {
+        return;
+    };
+    assert_eq!(encver, wide_codec::ENCVER);
+    if let Some(budget) = budget {
+        assert!(filter.memory_usage() <= budget, "a filter over its budget");
+    }
+    layerbloom_fuzz::cuckoo_wide::exercise(&mut filter, b"wide");
+}

@@ -5,14 +5,19 @@
 //! byte ranges here); it lands exactly there, and a refused one changes nothing. The loaded
 //! filter is then safe under every operation, and round-trips through the stream it dumps.
 //!
+//! With bit 2 of the flags, the header is the extension's (52 bytes, `wide_codec`) and the
+//! filter an extension filter: an accepted chunk lands where its iterator says, is whole
+//! 8-slot groups and changes no occupied slot; a refused one changes nothing.
+//!
 //! Input: a flags byte (bit 0: replay strictness; bit 1: the header is a `u16`-length string
-//! rather than 38 bytes), the header, then chunks: a tag byte, `u16 len, data`, and either a
+//! rather than 38 bytes; bit 2: the extension), the header, then chunks: a tag byte, `u16 len, data`, and either a
 //! `u32` offset (even tag: iterator `1 + offset + len`, aimed at the sub-filters) or a raw
 //! `u64` iterator (odd tag).
 
 #![no_main]
 
 use layerbloom_filter::cuckoo::codec::{self, Header, HEADER_BYTES};
+use layerbloom_filter::cuckoo::{wide_codec, AnyFilter, WideFilter};
 use layerbloom_filter::format::{CodecError, Strictness};
 use layerbloom_fuzz::cuckoo::{exercise, scandump_round_trip};
 use layerbloom_fuzz::Input;
@@ -33,12 +38,18 @@ fuzz_target!(|data: &[u8]| {
     };
     let header_bytes = if flags & 2 != 0 {
         input.bytes16()
+    } else if flags & 4 != 0 {
+        input.take(wide_codec::HEADER_BYTES)
     } else {
         input.take(HEADER_BYTES)
     };
     let Some(header_bytes) = header_bytes else {
         return;
     };
+    if flags & 4 != 0 {
+        wide(header_bytes, strictness, &mut input);
+        return;
+    }
     let header = match Header::decode(header_bytes) {
         Ok(h) => h,
         Err(_) => {
@@ -146,3 +157,104 @@ fuzz_target!(|data: &[u8]| {
     let mut copy = filter.clone();
     exercise(&mut copy, b"chunk");
 });
+
+/// The chunk target for an extension filter's header.
+fn wide(header_bytes: &[u8], strictness: Strictness, input: &mut Input) {
+    let filter = match AnyFilter::from_header(header_bytes, strictness, LOAD_LIMIT) {
+        Ok(AnyFilter::Wide(f)) => f,
+        Ok(AnyFilter::Redis(_)) => {
+            assert_eq!(
+                header_bytes.len(),
+                HEADER_BYTES,
+                "only 38 bytes are RedisBloom's"
+            );
+            return;
+        }
+        Err(_) => return,
+    };
+    let mut filter: WideFilter = *filter;
+    assert!(filter.memory_usage() <= LOAD_LIMIT);
+    assert_eq!(
+        wide_codec::WideHeader::of(&filter).encode().as_slice(),
+        header_bytes,
+        "the filter is the header's"
+    );
+    if strictness == Strictness::LoadChunk {
+        let slots: u64 = filter.sub_filters().iter().map(|s| s.slots()).sum();
+        assert!(
+            filter.items() <= slots,
+            "a client's header with more items than slots"
+        );
+    }
+    let lengths: Vec<u64> = filter
+        .sub_filters()
+        .iter()
+        .map(|s| s.as_bytes().len() as u64)
+        .collect();
+    let total: u64 = lengths.iter().sum();
+    let small = total <= 1 << 16;
+    while let Some(tag) = input.u8() {
+        let Some(chunk) = input.bytes16() else {
+            break;
+        };
+        let len = chunk.len() as u64;
+        let it = if tag & 1 == 0 {
+            let Some(off) = input.u32() else { break };
+            // Mostly aligned to an 8-slot group of the first sub-filter's width.
+            let bits = u64::from(filter.sub_filters()[0].bits());
+            let off = u64::from(off) % (total + 2);
+            let off = if tag & 2 == 0 { off / bits * bits } else { off };
+            1 + off + len
+        } else {
+            let Some(raw) = input.u64() else { break };
+            raw
+        };
+        let before = small.then(|| filter.clone());
+        match wide_codec::load_chunk(&mut filter, it, chunk) {
+            Ok(()) => {
+                let off = it - 1 - len;
+                let mut start = 0;
+                let (i, sub_len) = lengths
+                    .iter()
+                    .enumerate()
+                    .find_map(|(i, &l)| {
+                        let found = (off >= start && off + len <= start + l).then_some((i, l));
+                        start += l;
+                        found
+                    })
+                    .expect("an accepted chunk lies in one sub-filter");
+                let s = &filter.sub_filters()[i];
+                let within = off - (start - sub_len);
+                let bits = u64::from(s.bits());
+                assert!(
+                    within.is_multiple_of(bits),
+                    "a misaligned chunk was accepted"
+                );
+                assert!(len.is_multiple_of(bits) || within + len == sub_len);
+                assert_eq!(
+                    &s.as_bytes()[within as usize..(within + len) as usize],
+                    chunk,
+                    "the chunk did not land where its iterator says"
+                );
+                if let Some(before) = before {
+                    let old = &before.sub_filters()[i];
+                    for slot in within * 8 / bits..(within + len) * 8 / bits {
+                        let was = old.get(slot);
+                        assert!(
+                            was == 0 || was == s.get(slot),
+                            "a fingerprint was overwritten"
+                        );
+                    }
+                }
+            }
+            Err(_) => {
+                if let Some(before) = before {
+                    assert_eq!(filter, before, "a refused chunk changed the filter");
+                }
+            }
+        }
+    }
+    layerbloom_fuzz::cuckoo_wide::check_shape(&filter);
+    layerbloom_fuzz::cuckoo_wide::scandump_round_trip(&filter);
+    layerbloom_fuzz::cuckoo_wide::exercise(&mut filter, b"chunk");
+}

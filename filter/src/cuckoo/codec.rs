@@ -129,7 +129,7 @@ impl Header {
 }
 
 /// Checks a filter's persisted settings; see the module documentation for what is refused.
-fn check_shape(
+pub(crate) fn check_shape(
     sub_filters: u64,
     buckets: u64,
     bucket_size: u64,

@@ -202,7 +202,7 @@ pub(crate) fn slot_bytes(buckets: u64, bucket_size: u8) -> Option<u64> {
 }
 
 #[inline]
-fn prefetch(ptr: *const u8) {
+pub(crate) fn prefetch(ptr: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetching is a hint with no architectural effect; any address is allowed.
     unsafe {

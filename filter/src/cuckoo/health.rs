@@ -13,15 +13,50 @@
 //!
 //! (per sub-filter `rate::false_positive_rate`; about `Σ 2b·α_i / 255` while small).
 
-use super::{rate, CuckooFilter};
+use super::{rate, CuckooFilter, WideFilter};
 use crate::bloom::health::warning_mark;
 
-/// The width of RedisBloom's fingerprints, the only one filters have today.
+/// The fill of a filter's sub-filters, whatever their layout.
+pub trait Occupancy {
+    fn sub_filter_count(&self) -> usize;
+    /// Sub-filter `i`'s occupied slots and all its slots (`i` below the count).
+    fn sub_occupancy(&self, i: usize) -> (u64, u64);
+}
+
+impl Occupancy for CuckooFilter {
+    fn sub_filter_count(&self) -> usize {
+        self.sub_filters().len()
+    }
+
+    fn sub_occupancy(&self, i: usize) -> (u64, u64) {
+        let s = &self.sub_filters()[i];
+        (s.occupied(), s.slots())
+    }
+}
+
+impl Occupancy for WideFilter {
+    fn sub_filter_count(&self) -> usize {
+        self.sub_filters().len()
+    }
+
+    fn sub_occupancy(&self, i: usize) -> (u64, u64) {
+        let s = &self.sub_filters()[i];
+        (s.occupied(), s.slots())
+    }
+}
+
+/// The width of RedisBloom's layout (an extension filter estimates its own rate:
+/// `WideFilter::estimated_fpr`).
 const FINGERPRINT_BITS: u8 = 8;
 
 /// Each sub-filter's load (occupied slots / slots), oldest first.
-pub fn loads(filter: &CuckooFilter) -> Vec<f64> {
-    filter.sub_filters().iter().map(|s| s.load()).collect()
+pub fn loads<F: Occupancy + ?Sized>(filter: &F) -> Vec<f64> {
+    (0..filter.sub_filter_count())
+        .map(|i| match filter.sub_occupancy(i) {
+            (_, 0) => 0.0,
+            (occupied, slots) => occupied as f64 / slots as f64,
+        })
+        .collect()
 }
 
 /// The estimated false-positive rate of a lookup in the whole filter.
@@ -38,11 +73,14 @@ pub struct LoadMark {
 }
 
 impl LoadMark {
-    pub fn of(filter: &CuckooFilter) -> Self {
-        let subs = filter.sub_filters();
+    pub fn of<F: Occupancy + ?Sized>(filter: &F) -> Self {
+        let count = filter.sub_filter_count();
         LoadMark {
-            sub_filters: subs.len(),
-            newest_occupied: subs.last().map_or(0, |s| s.occupied()),
+            sub_filters: count,
+            newest_occupied: match count {
+                0 => 0,
+                n => filter.sub_occupancy(n - 1).0,
+            },
         }
     }
 }
@@ -63,25 +101,30 @@ pub struct Crossing {
 /// that takes a sub-filter back under its mark re-arms it: the next add that reaches the mark
 /// is another crossing. Empty when `percent` is 0, or when the write removed sub-filters (a
 /// delete's compaction).
-pub fn crossings(before: LoadMark, filter: &CuckooFilter, percent: u32) -> Vec<Crossing> {
-    let subs = filter.sub_filters();
-    if percent == 0 || before.sub_filters == 0 || subs.len() < before.sub_filters {
+pub fn crossings<F: Occupancy + ?Sized>(
+    before: LoadMark,
+    filter: &F,
+    percent: u32,
+) -> Vec<Crossing> {
+    let count = filter.sub_filter_count();
+    if percent == 0 || before.sub_filters == 0 || count < before.sub_filters {
         return Vec::new();
     }
     let first = before.sub_filters - 1;
     let mut crossed = Vec::new();
-    for (i, sub) in subs.iter().enumerate().skip(first) {
+    for i in first..count {
+        let (occupied, slots) = filter.sub_occupancy(i);
         let was = if i == first {
             before.newest_occupied
         } else {
             0
         };
-        let mark = warning_mark(sub.slots(), percent);
-        if was < mark && sub.occupied() >= mark {
+        let mark = warning_mark(slots, percent);
+        if was < mark && occupied >= mark {
             crossed.push(Crossing {
                 sub_filter: i,
-                occupied: sub.occupied(),
-                slots: sub.slots(),
+                occupied,
+                slots,
             });
         }
     }

@@ -53,27 +53,30 @@
 //!   2.2+ does: the data cannot tell which hash placed it, and the recorded answers of
 //!   RedisBloom for such data are these.
 //!
-//! # A false-positive rate of one's choosing (sizing built; storage designed, not built)
-//! RedisBloom's layout fixes `f = 8` bits per fingerprint. The extension creates a filter for
-//! a rate `ε`: [`rate::shape_for_rate`] picks the fingerprint width `f` and bucket size `b`
-//! with the fewest bits per item `f / α(b)` such that `1 − (1 − 1/(2^f − 1))^(2bα) ≤ ε` (about
-//! `2bα/2^f`) at the load `α(b)` inserts reach. The storage it needs, not built yet:
-//! fingerprints `fp = h mod (2^f − 1) + 1` (so `f = 8` is today's rule), the alternate
-//! offset `fp·0x5bd1e995` as now (`f ≤ 32` keeps it in 64 bits), the slots `f`-bit fields
-//! packed little-endian bucket after bucket (so `f = 8` is today's byte layout bit for bit),
-//! and SCANDUMP pieces a whole number of slots long. Such filters would persist under a
-//! layerbloom encoding version with `f` as an extra field, and a SCANDUMP header of 40 bytes
-//! (RedisBloom's 38, then `u16 f`): RedisBloom refuses both, as it could not read the slots.
-//! Filters created without the extension keep encoding version 4 and the 38-byte header.
+//! # A false-positive rate of one's choosing (the extension, [`wide`])
+//! RedisBloom's layout fixes `f = 8` bits per fingerprint. An extension filter is created for
+//! a rate `ε`: [`rate::shape_for_rate`] picks the bucket size `b` with the fewest bits per
+//! item `f / α(b)` at the load `α(b)` inserts reach, and [`rate::widths_for`] the fingerprint
+//! width of each sub-filter (the first sized for most of `ε`, the others for what is left, a
+//! bit wider each), so that the whole filter stays at or under `ε`. Its fingerprints are
+//! packed `f`-bit fields and are cut from the item hash differently ([`wide`]); it persists
+//! under a module type of its own with its own encoding and a 52-byte SCANDUMP header
+//! ([`wide_codec`]), which RedisBloom refuses instead of misreading. Filters created without
+//! the extension are RedisBloom's layout bit for bit. [`AnyFilter`] is either.
 
+mod any;
 pub mod codec;
 mod filter;
 pub mod health;
 pub mod params;
 pub mod rate;
+pub mod wide;
+pub mod wide_codec;
 
+pub use any::{AnyFilter, HeaderError};
 pub use filter::{CuckooFilter, CuckooHash, Info, Limits, SubFilter, ALT_MULTIPLIER};
 pub use params::{ParamError, Params};
+pub use wide::{WideFilter, WideSub};
 
 use crate::error::FilterError;
 

@@ -93,6 +93,133 @@ pub fn shape_for_rate(rate: f64) -> Option<RateShape> {
         .min_by(|a, b| a.bits_per_item().total_cmp(&b.bits_per_item()))
 }
 
+/// The load a bucket size of the sizing's set reaches (`REACHED_LOAD`).
+pub fn reached_load(bucket_size: u8) -> Option<f64> {
+    REACHED_LOAD
+        .iter()
+        .find(|&&(b, _)| b == bucket_size)
+        .map(|&(_, load)| load)
+}
+
+/// The fingerprint width of each sub-filter of an extension filter: `first` for sub-filter 0,
+/// `second` for sub-filter 1, then one bit more per sub-filter up to 32. Persisted with the
+/// filter, so growth never recomputes a rate in floating point (replicas and the AOF would
+/// depend on their math library).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Widths {
+    pub first: u8,
+    pub second: u8,
+}
+
+impl Widths {
+    /// The width of sub-filter `index`.
+    pub fn of(&self, index: usize) -> u8 {
+        match index {
+            0 => self.first,
+            i => (usize::from(self.second) + i - 1).min(usize::from(*FINGERPRINT_BITS.end())) as u8,
+        }
+    }
+
+    /// Whether the widths are in range and never narrow (compaction narrows a fingerprint
+    /// into an older sub-filter, it cannot widen one).
+    pub fn is_valid(&self) -> bool {
+        FINGERPRINT_BITS.contains(&self.first)
+            && FINGERPRINT_BITS.contains(&self.second)
+            && self.first <= self.second
+    }
+}
+
+/// The rate of sub-filters `1..sub_filters` at the reached load when sub-filter 1 has
+/// `second` bits: each later one a bit wider, up to 32.
+fn tail_rate(second: u8, bucket_size: u8, load: f64, sub_filters: usize) -> f64 {
+    let widths = Widths {
+        first: second,
+        second,
+    };
+    let mut sum = 0.0;
+    let mut i = 1;
+    while i < sub_filters {
+        let bits = widths.of(i);
+        if bits == *FINGERPRINT_BITS.end() {
+            // Every later sub-filter has the same width.
+            return sum + (sub_filters - i) as f64 * false_positive_rate(bits, bucket_size, load);
+        }
+        sum += false_positive_rate(bits, bucket_size, load);
+        i += 1;
+    }
+    sum
+}
+
+/// The widths of a filter of bucket size `b` (reaching `load`) for `rate`: the narrowest
+/// first width whose sub-filter meets the rate with room left, then the narrowest second
+/// width such that all `sub_filters` sub-filters together (at most the cap a filter may
+/// have) stay at or under `rate`. Sub-filter 0 holds most items, so it gets the most of
+/// the rate; `None` when no widths up to 32 bits reach it. Filters are sized for
+/// `params::DEFAULT_MAX_EXPANSIONS` sub-filters, where adding commands are refused: a filter
+/// that one `CF.INSERT` takes past them adds 32-bit sub-filters' rates (about 1e-9 each).
+pub fn widths_for(rate: f64, bucket_size: u8, load: f64, sub_filters: usize) -> Option<Widths> {
+    if !(rate > 0.0 && rate < 1.0) {
+        return None;
+    }
+    FINGERPRINT_BITS.into_iter().find_map(|first| {
+        let left = rate - false_positive_rate(first, bucket_size, load);
+        if left <= 0.0 {
+            return None;
+        }
+        (first..=*FINGERPRINT_BITS.end())
+            .find(|&second| tail_rate(second, bucket_size, load, sub_filters) <= left)
+            .map(|second| Widths { first, second })
+    })
+}
+
+/// How an extension filter is built for a rate: its bucket size, the load that size reaches
+/// and the fingerprint widths of its sub-filters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Extension {
+    pub bucket_size: u8,
+    pub load: f64,
+    pub widths: Widths,
+}
+
+impl Extension {
+    /// The shape for `rate` with the fewest bits per item, or with `bucket_size` when given
+    /// (one of `REACHED_LOAD`'s sizes); `None` for a rate outside `(0, 1)`, one no width
+    /// reaches, or another bucket size.
+    pub fn for_rate(rate: f64, bucket_size: Option<u8>) -> Option<Self> {
+        let (bucket_size, load) = match bucket_size {
+            Some(b) => (b, reached_load(b)?),
+            None => {
+                let s = shape_for_rate(rate)?;
+                (s.bucket_size, s.load)
+            }
+        };
+        let widths = widths_for(
+            rate,
+            bucket_size,
+            load,
+            super::params::DEFAULT_MAX_EXPANSIONS,
+        )?;
+        Some(Extension {
+            bucket_size,
+            load,
+            widths,
+        })
+    }
+
+    /// Buckets (a power of two, at least `wide::MIN_BUCKETS`) for `capacity` items at the
+    /// reached load, if they fit.
+    pub fn buckets_for(&self, capacity: u64) -> Option<u64> {
+        let shape = RateShape {
+            fingerprint_bits: self.widths.first,
+            bucket_size: self.bucket_size,
+            load: self.load,
+        };
+        shape
+            .buckets_for(capacity)
+            .map(|b| b.max(super::wide::MIN_BUCKETS))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +280,42 @@ mod tests {
         }
         assert_eq!(s.buckets_for(1000), Some(512));
         assert_eq!(s.buckets_for(u64::MAX), None);
+    }
+
+    #[test]
+    fn widths_keep_the_whole_filter_under_the_rate() {
+        let mut rate = 0.5;
+        while rate > 1e-8 {
+            for &(b, load) in REACHED_LOAD {
+                let Some(w) = widths_for(rate, b, load, 32) else {
+                    // 31 sub-filters of 32 bits alone take about 1e-7 (b = 8) of the rate.
+                    assert!(rate < 3e-7, "{rate} {b}");
+                    continue;
+                };
+                assert!(w.is_valid(), "{rate} {b}: {w:?}");
+                let total: f64 = (0..32).map(|i| false_positive_rate(w.of(i), b, load)).sum();
+                assert!(total <= rate * (1.0 + 1e-9), "{rate} {b}: {w:?} {total}");
+                // No first width is narrower than the one that meets the rate alone.
+                let alone = FINGERPRINT_BITS
+                    .into_iter()
+                    .find(|&f| false_positive_rate(f, b, load) <= rate)
+                    .unwrap();
+                assert!(w.first >= alone, "{rate} {b}: {w:?}");
+                if rate > 1e-5 {
+                    assert!(w.first <= alone + 1, "{rate} {b}: {w:?}");
+                }
+            }
+            if rate >= 1e-7 {
+                assert!(Extension::for_rate(rate, None).is_some(), "{rate}");
+            }
+            rate /= 1.9;
+        }
+        let w = widths_for(0.01, 4, 0.955, 32).unwrap();
+        assert_eq!((w.first, w.of(1) >= 12, w.of(2) - w.of(1)), (10, true, 1));
+        assert_eq!(w.of(1000), 32);
+        assert_eq!(widths_for(1e-12, 4, 0.955, 32), None);
+        assert_eq!(widths_for(0.0, 4, 0.955, 32), None);
+        assert_eq!(reached_load(4), Some(0.955));
+        assert_eq!(reached_load(2), None);
     }
 }

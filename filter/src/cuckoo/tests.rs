@@ -3,6 +3,7 @@
 mod fixtures;
 mod health;
 mod support;
+mod wide;
 mod work;
 
 use std::collections::HashMap;

@@ -1,0 +1,752 @@
+//! Extension filters (`CF.RESERVE ... ERROR e`): cuckoo filters whose fingerprints have any
+//! width from 4 to 32 bits, packed, with RedisBloom's placement, eviction, delete and
+//! compaction rules generalized. Filters without the extension are [`CuckooFilter`]s,
+//! RedisBloom's layout; the two meet in [`super::AnyFilter`].
+//!
+//! # Fingerprints
+//! An item is hashed once to 64 bits, `h = MurmurHash64A(item, seed 0)`, as RedisBloom's. Its
+//! tag is the high half of `h · 0x9e3779b97f4a7c15` (so that it does not repeat the low bits
+//! that pick buckets), and its fingerprint in a sub-filter of `f`-bit slots is the tag's top
+//! `f` bits, 0 read as 1 (0 marks an empty slot):
+//!
+//! ```text
+//! fp_f = max(tag >> (32 − f), 1)
+//! ```
+//!
+//! So a narrower fingerprint is a prefix of a wider one (`fp_g = max(fp_f >> (f − g), 1)`):
+//! compaction moves a fingerprint into an older, narrower sub-filter without the item. The
+//! two buckets of the item in a sub-filter of `n` buckets (a power of two) are
+//!
+//! ```text
+//! b1 = h mod n,    b2 = (h XOR fp_f0 · 0x5bd1e995) mod n
+//! ```
+//!
+//! with `fp_f0` the fingerprint at the first sub-filter's width, derived from any stored one:
+//! every sub-filter's alternate bucket is an involution of the stored fingerprint alone, and
+//! an item's buckets in an older sub-filter are its buckets here masked.
+//!
+//! # Layout
+//! A sub-filter's slots are `f`-bit fields packed little-endian, bucket after bucket (bit `k`
+//! of slot `s` of bucket `j` is bit `(j·b + s)·f + k` of the array), followed by 8 bytes of
+//! padding so that every slot is read or written as one unaligned 64-bit word. Sub-filters
+//! have at least 8 buckets, so a sub-filter is a whole number of bytes and of `f`-byte
+//! groups (8 slots), the unit of `CF.SCANDUMP` pieces.
+//!
+//! # Widths
+//! Sub-filter `i` has the width [`Widths::of`] gives: the first two were sized at creation
+//! ([`rate::widths_for`]) and persisted, every later one a bit wider (to 32).
+
+use super::filter::COMPACT_BUDGET;
+use super::params::{Params, MAX_SUB_FILTERS};
+use super::rate::{self, Widths};
+use super::{CuckooError, ALT_MULTIPLIER};
+use crate::error::FilterError;
+use crate::fallible::{try_push, try_vec};
+use crate::hash::murmur64a;
+
+/// Mixes the item hash into the tag the fingerprints are cut from.
+const TAG_MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// Bytes after a sub-filter's slots: a slot starting in its last byte is still read as a
+/// whole 64-bit word.
+pub(crate) const PAD_BYTES: u64 = 8;
+
+/// The fewest buckets an extension sub-filter has (a whole number of bytes and of 8-slot
+/// groups whatever the width and bucket size).
+pub const MIN_BUCKETS: u64 = 8;
+
+/// An item's buckets and the tag its fingerprints are cut from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WideHash {
+    pub h1: u64,
+    pub h2: u64,
+    pub tag: u32,
+}
+
+impl WideHash {
+    /// Hashes an item for a filter whose first sub-filter has `first` bits.
+    #[inline]
+    pub fn of(item: &[u8], first: u8) -> Self {
+        Self::from_hash(murmur64a(item, 0), first)
+    }
+
+    #[inline]
+    pub fn from_hash(hash: u64, first: u8) -> Self {
+        let tag = (hash.wrapping_mul(TAG_MULTIPLIER) >> 32) as u32;
+        WideHash {
+            h1: hash,
+            h2: hash ^ alt_offset(fingerprint(tag, first)),
+            tag,
+        }
+    }
+}
+
+/// The `bits`-wide fingerprint of a tag (1..2^bits).
+#[inline]
+pub fn fingerprint(tag: u32, bits: u8) -> u32 {
+    (tag >> (32 - u32::from(bits))).max(1)
+}
+
+/// A `from`-bit fingerprint cut to `to <= from` bits: the fingerprint of the same tag.
+#[inline]
+fn narrow(fp: u32, from: u8, to: u8) -> u32 {
+    (fp >> (from - to)).max(1)
+}
+
+/// The XOR distance between a fingerprint's two buckets (below 2^63).
+#[inline]
+fn alt_offset(fp: u32) -> u64 {
+    u64::from(fp) * ALT_MULTIPLIER
+}
+
+/// Bytes of a sub-filter's slots (without padding), if they fit in memory.
+pub(crate) fn slot_bytes(buckets: u64, bucket_size: u8, bits: u8) -> Option<u64> {
+    buckets
+        .checked_mul(u64::from(bucket_size))?
+        .checked_mul(u64::from(bits))
+        .map(|b| b.div_ceil(8))
+        .filter(|&b| b <= (isize::MAX as u64) - PAD_BYTES)
+}
+
+/// One sub-filter: `buckets` buckets of `bucket_size` slots of `bits` bits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WideSub {
+    buckets: u64,
+    bucket_size: u8,
+    bits: u8,
+    /// The packed slots, then `PAD_BYTES` zero bytes.
+    bytes: Vec<u8>,
+    occupied: u64,
+}
+
+impl WideSub {
+    pub(crate) fn zeroed(buckets: u64, bucket_size: u8, bits: u8) -> Result<Self, FilterError> {
+        let oom = FilterError::OutOfMemory { bytes: u64::MAX };
+        let len = slot_bytes(buckets, bucket_size, bits).ok_or(oom)?;
+        Ok(WideSub {
+            buckets,
+            bucket_size,
+            bits,
+            bytes: crate::zeroed::try_zeroed_vec(len + PAD_BYTES)?,
+            occupied: 0,
+        })
+    }
+
+    /// A sub-filter from its persisted slot bytes (`data.len()` checked by the caller).
+    pub(crate) fn from_bytes(
+        buckets: u64,
+        bucket_size: u8,
+        bits: u8,
+        data: &[u8],
+    ) -> Result<Self, FilterError> {
+        let mut sub = Self::zeroed(buckets, bucket_size, bits)?;
+        sub.bytes[..data.len()].copy_from_slice(data);
+        sub.occupied = (0..sub.slots()).filter(|&i| sub.get(i) != 0).count() as u64;
+        Ok(sub)
+    }
+
+    pub fn buckets(&self) -> u64 {
+        self.buckets
+    }
+
+    /// Bits per fingerprint.
+    pub fn bits(&self) -> u8 {
+        self.bits
+    }
+
+    /// The packed slots, as `CF.SCANDUMP` and the RDB value carry them.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.bytes.len() - PAD_BYTES as usize]
+    }
+
+    pub fn occupied(&self) -> u64 {
+        self.occupied
+    }
+
+    /// All slots: buckets × bucket size.
+    pub fn slots(&self) -> u64 {
+        self.buckets * u64::from(self.bucket_size)
+    }
+
+    pub fn load(&self) -> f64 {
+        self.occupied as f64 / self.slots() as f64
+    }
+
+    #[inline]
+    fn is_full(&self) -> bool {
+        self.occupied == self.slots()
+    }
+
+    #[inline]
+    fn mask(&self) -> u64 {
+        self.buckets - 1
+    }
+
+    /// The word holding slot `index` from its first bit, and that bit's shift in it.
+    #[inline]
+    fn word_at(&self, index: u64) -> (usize, u32, u64) {
+        let bit = index * u64::from(self.bits);
+        let at = (bit >> 3) as usize;
+        let word = u64::from_le_bytes(self.bytes[at..at + 8].try_into().expect("8 bytes"));
+        (at, (bit & 7) as u32, word)
+    }
+
+    #[inline]
+    fn field_mask(&self) -> u64 {
+        (1u64 << self.bits) - 1
+    }
+
+    /// Slot `index` (below `slots()`).
+    #[inline]
+    pub fn get(&self, index: u64) -> u32 {
+        let (_, shift, word) = self.word_at(index);
+        ((word >> shift) & self.field_mask()) as u32
+    }
+
+    /// Writes slot `index`, returning what it held. Occupancy is the caller's.
+    #[inline]
+    fn set(&mut self, index: u64, fp: u32) -> u32 {
+        let (at, shift, word) = self.word_at(index);
+        let mask = self.field_mask() << shift;
+        let old = ((word & mask) >> shift) as u32;
+        let new = (word & !mask) | (u64::from(fp) << shift);
+        self.bytes[at..at + 8].copy_from_slice(&new.to_le_bytes());
+        old
+    }
+
+    #[inline]
+    fn slot(&self, bucket: u64, s: u64) -> u64 {
+        bucket * u64::from(self.bucket_size) + s
+    }
+
+    /// The first slot of bucket `b` holding `fp`. A bucket of at most 57 bits (4 slots of
+    /// up to 14 bits, 3 of up to 19: the usual shapes) is read as one word.
+    #[inline]
+    fn find(&self, b: u64, fp: u32) -> Option<u64> {
+        let bs = u64::from(self.bucket_size);
+        let bits = u64::from(self.bits);
+        if bs * bits <= 57 {
+            let (_, shift, word) = self.word_at(b * bs);
+            let bucket = word >> shift;
+            let mask = self.field_mask();
+            return (0..bs).find(|&s| (bucket >> (s * bits)) & mask == u64::from(fp));
+        }
+        (0..bs).find(|&s| self.get(self.slot(b, s)) == fp)
+    }
+
+    /// Starts loading both candidate buckets of an item.
+    #[inline]
+    fn prefetch(&self, h: &WideHash) {
+        let m = self.mask();
+        let bs = u64::from(self.bucket_size);
+        for b in [h.h1 & m, h.h2 & m] {
+            let at = (b * bs * u64::from(self.bits) / 8) as usize;
+            super::filter::prefetch(self.bytes[at..].as_ptr());
+        }
+    }
+
+    #[inline]
+    fn put(&mut self, b: u64, fp: u32) -> bool {
+        match self.find(b, 0) {
+            Some(s) => {
+                self.set(self.slot(b, s), fp);
+                self.occupied += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[inline]
+    fn clear(&mut self, b: u64, s: u64) {
+        self.set(self.slot(b, s), 0);
+        self.occupied -= 1;
+    }
+
+    #[inline]
+    fn holds(&self, h: &WideHash) -> bool {
+        let fp = fingerprint(h.tag, self.bits);
+        let m = self.mask();
+        self.find(h.h1 & m, fp).is_some() || self.find(h.h2 & m, fp).is_some()
+    }
+
+    fn count_in(&self, b: u64, fp: u32) -> u64 {
+        (0..u64::from(self.bucket_size))
+            .filter(|&s| self.get(self.slot(b & self.mask(), s)) == fp)
+            .count() as u64
+    }
+
+    /// Writes persisted slot bytes `data` from byte `at`, whole slots only (the caller checked
+    /// the range and alignment), and recounts the slots it changed.
+    pub(crate) fn write_bytes(&mut self, at: u64, data: &[u8]) {
+        let first = at * 8 / u64::from(self.bits);
+        let count = data.len() as u64 * 8 / u64::from(self.bits);
+        let was = (first..first + count).filter(|&i| self.get(i) != 0).count() as u64;
+        self.bytes[at as usize..at as usize + data.len()].copy_from_slice(data);
+        let now = (first..first + count).filter(|&i| self.get(i) != 0).count() as u64;
+        self.occupied = self.occupied - was + now;
+    }
+}
+
+/// An extension filter: sub-filter `i` has `buckets × expansion^i` buckets of `Widths::of(i)`
+/// bits. Equality is of what persists (`deletes_not_found` is a local figure).
+#[derive(Debug, Clone)]
+pub struct WideFilter {
+    subs: Vec<WideSub>,
+    items: u64,
+    deletes: u64,
+    params: Params,
+    widths: Widths,
+    /// The rate asked for at creation (CF.INFO's `ERROR`), kept as persisted.
+    error: f64,
+    deletes_not_found: u64,
+}
+
+impl PartialEq for WideFilter {
+    fn eq(&self, other: &Self) -> bool {
+        self.subs == other.subs
+            && self.items == other.items
+            && self.deletes == other.deletes
+            && self.params == other.params
+            && self.widths == other.widths
+            && self.error.to_bits() == other.error.to_bits()
+    }
+}
+
+impl Eq for WideFilter {}
+
+/// Why a new extension filter's shape is refused.
+fn check_shape(buckets: u64, params: &Params, widths: &Widths) -> Result<(), CuckooError> {
+    params.check().map_err(CuckooError::Params)?;
+    if !buckets.is_power_of_two() || buckets < MIN_BUCKETS || !widths.is_valid() {
+        return Err(CuckooError::Params(super::ParamError::Buckets));
+    }
+    Ok(())
+}
+
+impl WideFilter {
+    /// An empty filter of one sub-filter, refused over `max_bytes` by the allocator model.
+    pub fn new(
+        buckets: u64,
+        params: Params,
+        widths: Widths,
+        error: f64,
+        max_bytes: u64,
+    ) -> Result<Self, CuckooError> {
+        check_shape(buckets, &params, &widths)?;
+        let oom = FilterError::OutOfMemory { bytes: u64::MAX };
+        let bytes = slot_bytes(buckets, params.bucket_size, widths.first).ok_or(oom)?;
+        let needed = Self::modelled_bytes(1, [bytes]);
+        if needed > max_bytes {
+            return Err(FilterError::OverLimit {
+                needed,
+                limit: max_bytes,
+            }
+            .into());
+        }
+        let mut subs = try_vec(1)?;
+        subs.push(WideSub::zeroed(buckets, params.bucket_size, widths.first)?);
+        Ok(WideFilter {
+            subs,
+            items: 0,
+            deletes: 0,
+            params,
+            widths,
+            error,
+            deletes_not_found: 0,
+        })
+    }
+
+    pub(crate) fn from_parts(
+        subs: Vec<WideSub>,
+        items: u64,
+        deletes: u64,
+        params: Params,
+        widths: Widths,
+        error: f64,
+    ) -> Self {
+        WideFilter {
+            subs,
+            items,
+            deletes,
+            params,
+            widths,
+            error,
+            deletes_not_found: 0,
+        }
+    }
+
+    pub fn params(&self) -> Params {
+        self.params
+    }
+
+    pub fn widths(&self) -> Widths {
+        self.widths
+    }
+
+    /// The rate asked for at creation.
+    pub fn error(&self) -> f64 {
+        self.error
+    }
+
+    pub fn items(&self) -> u64 {
+        self.items
+    }
+
+    pub fn deletes(&self) -> u64 {
+        self.deletes
+    }
+
+    pub fn deletes_not_found(&self) -> u64 {
+        self.deletes_not_found
+    }
+
+    pub fn buckets(&self) -> u64 {
+        self.subs[0].buckets
+    }
+
+    pub fn sub_filters(&self) -> &[WideSub] {
+        &self.subs
+    }
+
+    pub(crate) fn sub_filters_mut(&mut self) -> &mut [WideSub] {
+        &mut self.subs
+    }
+
+    /// Bytes of all sub-filters' slots, as persisted.
+    pub fn slot_bytes(&self) -> u64 {
+        self.subs.iter().map(|s| s.as_bytes().len() as u64).sum()
+    }
+
+    /// `memory_usage` of a filter of `count` sub-filters with these slot byte counts.
+    pub fn modelled_bytes(count: usize, slot_arrays: impl IntoIterator<Item = u64>) -> u64 {
+        use crate::footprint::allocation;
+        use std::mem::size_of;
+        // The value Redis holds is `AnyFilter::Wide(Box<WideFilter>)`: its box, this box.
+        let boxed = allocation(size_of::<super::AnyFilter>() as u64, 8)
+            .saturating_add(allocation(size_of::<WideFilter>() as u64, 8));
+        let table = allocation(
+            (count as u64).saturating_mul(size_of::<WideSub>() as u64),
+            8,
+        );
+        slot_arrays
+            .into_iter()
+            .fold(boxed.saturating_add(table), |sum, bytes| {
+                sum.saturating_add(allocation(bytes.saturating_add(PAD_BYTES), 1))
+            })
+    }
+
+    pub fn memory_usage(&self) -> u64 {
+        self.memory_usage_of_first(self.subs.len())
+    }
+
+    /// `memory_usage` of the filter's oldest `count` sub-filters alone: what it was before
+    /// the newer ones were added (at most all of them).
+    pub fn memory_usage_of_first(&self, count: usize) -> u64 {
+        let subs = &self.subs[..count.min(self.subs.len())];
+        Self::modelled_bytes(subs.len(), subs.iter().map(|s| s.as_bytes().len() as u64))
+    }
+
+    pub fn try_clone(&self) -> Result<Self, FilterError> {
+        let mut subs = try_vec(self.subs.len())?;
+        for s in &self.subs {
+            let mut bytes = try_vec(s.bytes.len())?;
+            bytes.extend_from_slice(&s.bytes);
+            subs.push(WideSub { bytes, ..*s });
+        }
+        Ok(WideFilter { subs, ..*self })
+    }
+
+    /// The estimated false-positive rate of a lookup: each sub-filter's at its load.
+    pub fn estimated_fpr(&self) -> f64 {
+        let pass: f64 = self
+            .subs
+            .iter()
+            .map(|s| 1.0 - rate::false_positive_rate(s.bits, self.params.bucket_size, s.load()))
+            .product();
+        1.0 - pass
+    }
+
+    #[inline]
+    fn hash(&self, item: &[u8]) -> WideHash {
+        WideHash::of(item, self.widths.first)
+    }
+
+    // ---- lookups ------------------------------------------------------------------------
+
+    pub fn contains(&self, item: &[u8]) -> bool {
+        self.contains_hash(&self.hash(item))
+    }
+
+    #[inline]
+    pub fn contains_hash(&self, h: &WideHash) -> bool {
+        self.subs.iter().rev().any(|s| s.holds(h))
+    }
+
+    /// Slots holding the item's fingerprint in both buckets of every sub-filter (a bucket
+    /// twice when both are the same bucket, as for RedisBloom's layout).
+    pub fn count(&self, item: &[u8]) -> u64 {
+        let h = self.hash(item);
+        self.subs
+            .iter()
+            .map(|s| {
+                let fp = fingerprint(h.tag, s.bits);
+                s.count_in(h.h1, fp) + s.count_in(h.h2, fp)
+            })
+            .sum()
+    }
+
+    /// `contains` for many items: each batch hashed and its buckets requested in every
+    /// sub-filter before any is probed, as for RedisBloom's layout.
+    pub fn contains_many(&self, items: &[&[u8]]) -> Vec<bool> {
+        const BATCH: usize = 32;
+        let mut out = Vec::with_capacity(items.len());
+        let mut hashes = [WideHash::from_hash(0, self.widths.first); BATCH];
+        for chunk in items.chunks(BATCH) {
+            for (h, item) in hashes.iter_mut().zip(chunk) {
+                *h = self.hash(item);
+            }
+            let hashes = &hashes[..chunk.len()];
+            for s in self.subs.iter().rev() {
+                hashes.iter().for_each(|h| s.prefetch(h));
+            }
+            out.extend(hashes.iter().map(|h| self.contains_hash(h)));
+        }
+        out
+    }
+
+    // ---- inserts ------------------------------------------------------------------------
+
+    pub fn check_expansions(&self, limits: &super::Limits) -> Result<(), CuckooError> {
+        if self.subs.len() >= limits.max_expansions {
+            return Err(CuckooError::MaxExpansions);
+        }
+        Ok(())
+    }
+
+    pub fn add(&mut self, item: &[u8], limits: &super::Limits) -> Result<(), CuckooError> {
+        self.check_expansions(limits)?;
+        let h = self.hash(item);
+        self.insert_hash(&h, limits.max_bytes)
+    }
+
+    pub fn add_nx(&mut self, item: &[u8], limits: &super::Limits) -> Result<bool, CuckooError> {
+        self.check_expansions(limits)?;
+        let h = self.hash(item);
+        if self.contains_hash(&h) {
+            return Ok(false);
+        }
+        self.insert_hash(&h, limits.max_bytes).map(|()| true)
+    }
+
+    /// `CuckooFilter::insert_many`'s contract.
+    pub fn insert_many(
+        &mut self,
+        items: &[&[u8]],
+        nx: bool,
+        limits: &super::Limits,
+    ) -> Result<Vec<Result<bool, CuckooError>>, CuckooError> {
+        self.check_expansions(limits)?;
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            let h = self.hash(item);
+            let result = if nx && self.contains_hash(&h) {
+                Ok(false)
+            } else {
+                self.insert_hash(&h, limits.max_bytes).map(|()| true)
+            };
+            let stop = matches!(&result, Err(e) if *e != CuckooError::Full);
+            out.push(result);
+            if stop {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    fn insert_hash(&mut self, h: &WideHash, max_bytes: u64) -> Result<(), CuckooError> {
+        if !self.place(h) && !self.kick_unless_full(h) {
+            if self.params.expansion == 0 {
+                return Err(CuckooError::Full);
+            }
+            self.grow(max_bytes)?;
+            let placed = self.place(h);
+            debug_assert!(placed, "a new sub-filter is empty");
+        }
+        self.items = self.items.saturating_add(1);
+        Ok(())
+    }
+
+    fn place(&mut self, h: &WideHash) -> bool {
+        self.subs.iter_mut().rev().any(|s| {
+            let fp = fingerprint(h.tag, s.bits);
+            let m = s.mask();
+            s.put(h.h1 & m, fp) || s.put(h.h2 & m, fp)
+        })
+    }
+
+    fn kick_unless_full(&mut self, h: &WideHash) -> bool {
+        match self.subs.last() {
+            Some(s) if !s.is_full() => self.kick(h),
+            _ => false,
+        }
+    }
+
+    /// RedisBloom's eviction walk (see `CuckooFilter::kick`) in the newest sub-filter: the
+    /// evicted fingerprint's other bucket is its bucket XOR the offset of its first-width
+    /// prefix, so the walk back needs no log either.
+    fn kick(&mut self, h: &WideHash) -> bool {
+        let max = u64::from(self.params.max_iterations);
+        let first = self.widths.first;
+        let Some(s) = self.subs.last_mut() else {
+            return false;
+        };
+        let bs = u64::from(s.bucket_size);
+        let bits = s.bits;
+        let other = |b: u64, fp: u32| b ^ alt_offset(narrow(fp, bits, first));
+        let mask = s.mask();
+        let mut b = h.h1 & mask;
+        let mut hand = fingerprint(h.tag, bits);
+        for i in 0..max {
+            hand = s.set(s.slot(b, i % bs), hand);
+            let next = other(b, hand) & mask;
+            if s.put(next, hand) {
+                return true;
+            }
+            if i + 1 < max {
+                b = next;
+            }
+        }
+        for j in (0..max).rev() {
+            hand = s.set(s.slot(b, j % bs), hand);
+            if j > 0 {
+                b = other(b, hand) & mask;
+            }
+        }
+        debug_assert_eq!(hand, fingerprint(h.tag, bits));
+        false
+    }
+
+    fn grow(&mut self, max_bytes: u64) -> Result<(), CuckooError> {
+        if self.subs.len() >= MAX_SUB_FILTERS {
+            return Err(FilterError::TooManyLayers {
+                limit: MAX_SUB_FILTERS,
+            }
+            .into());
+        }
+        let oom = FilterError::OutOfMemory { bytes: u64::MAX };
+        let last = self.subs.last().map_or(1, |s| s.buckets);
+        let buckets = last
+            .checked_mul(u64::from(self.params.expansion))
+            .ok_or(oom.clone())?;
+        let bits = self.widths.of(self.subs.len());
+        let bytes = slot_bytes(buckets, self.params.bucket_size, bits).ok_or(oom)?;
+        let needed = Self::modelled_bytes(
+            self.subs.len() + 1,
+            self.subs
+                .iter()
+                .map(|s| s.as_bytes().len() as u64)
+                .chain([bytes]),
+        );
+        if needed > max_bytes {
+            return Err(FilterError::OverLimit {
+                needed,
+                limit: max_bytes,
+            }
+            .into());
+        }
+        let sub = WideSub::zeroed(buckets, self.params.bucket_size, bits)?;
+        try_push(&mut self.subs, sub)?;
+        Ok(())
+    }
+
+    // ---- deletes ------------------------------------------------------------------------
+
+    /// `CuckooFilter::delete`'s rules: newest sub-filter first, bucket `h1` before `h2`, and
+    /// the automatic compaction past a tenth of the items.
+    pub fn delete(&mut self, item: &[u8]) -> bool {
+        let h = self.hash(item);
+        let found = self.subs.iter_mut().rev().any(|s| {
+            let fp = fingerprint(h.tag, s.bits);
+            let m = s.mask();
+            [h.h1 & m, h.h2 & m]
+                .into_iter()
+                .any(|b| match s.find(b, fp) {
+                    Some(slot) => {
+                        s.clear(b, slot);
+                        true
+                    }
+                    None => false,
+                })
+        });
+        if !found {
+            self.deletes_not_found = self.deletes_not_found.saturating_add(1);
+            return false;
+        }
+        self.items = self.items.saturating_sub(1);
+        self.deletes = self.deletes.saturating_add(1);
+        if self.subs.len() > 1 && u128::from(self.deletes) * 10 > u128::from(self.items) {
+            self.compact_with(false, COMPACT_BUDGET);
+        }
+        true
+    }
+
+    pub fn compact(&mut self) {
+        self.compact_with(true, COMPACT_BUDGET);
+    }
+
+    /// `CuckooFilter::compact_with`'s walk; a fingerprint moved into an older sub-filter is
+    /// cut to its width.
+    pub(crate) fn compact_with(&mut self, past_full: bool, budget: u64) -> u64 {
+        let first = self.widths.first;
+        let bs = u64::from(self.params.bucket_size);
+        let mut spent = 0u64;
+        'subs: for i in (1..self.subs.len()).rev() {
+            let (older, rest) = self.subs.split_at_mut(i);
+            let sub = &mut rest[0];
+            for b in 0..sub.buckets {
+                if sub.occupied == 0 || older.iter().all(WideSub::is_full) {
+                    break;
+                }
+                if spent >= budget {
+                    break 'subs;
+                }
+                spent += 1;
+                for slot in 0..bs {
+                    let fp = sub.get(sub.slot(b, slot));
+                    if fp == 0 {
+                        continue;
+                    }
+                    let alt = b ^ alt_offset(narrow(fp, sub.bits, first));
+                    let mut moved = false;
+                    for o in older.iter_mut().filter(|o| !o.is_full()) {
+                        let m = o.mask();
+                        let cut = narrow(fp, sub.bits, o.bits);
+                        spent += 1;
+                        if o.put(b & m, cut) {
+                            moved = true;
+                            break;
+                        }
+                        spent += 1;
+                        if o.put(alt & m, cut) {
+                            moved = true;
+                            break;
+                        }
+                    }
+                    if moved {
+                        sub.clear(b, slot);
+                    }
+                }
+            }
+            if sub.occupied == 0 {
+                if i == self.subs.len() - 1 {
+                    self.subs.pop();
+                }
+            } else if !past_full {
+                break;
+            }
+        }
+        self.deletes = 0;
+        spent
+    }
+}
