@@ -1420,7 +1420,7 @@ const WHAT_USERS_SEE: [(&str, i32, &[&str], bool, bool); 13] = [
     ("bf.windowadvance", -2, &["key", "slice"], true, true),
 ];
 
-/// The same for the CF commands.
+/// The same for the CF commands (`error` is layerbloom's own: the ERROR extension).
 const WHAT_CF_USERS_SEE: [(&str, i32, &[&str], bool, bool); 14] = [
     (
         "cf.reserve",
@@ -1431,6 +1431,7 @@ const WHAT_CF_USERS_SEE: [(&str, i32, &[&str], bool, bool); 14] = [
             "bucketsize",
             "maxiterations",
             "expansion",
+            "error",
         ],
         true,
         false,
@@ -1440,14 +1441,14 @@ const WHAT_CF_USERS_SEE: [(&str, i32, &[&str], bool, bool); 14] = [
     (
         "cf.insert",
         -4,
-        &["key", "capacity", "nocreate", "item"],
+        &["key", "capacity", "error", "nocreate", "item"],
         true,
         false,
     ),
     (
         "cf.insertnx",
         -4,
-        &["key", "capacity", "nocreate", "item"],
+        &["key", "capacity", "error", "nocreate", "item"],
         true,
         false,
     ),
