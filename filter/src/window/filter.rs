@@ -1,9 +1,10 @@
 //! The ring of slices: a windowed filter's state and everything it does (see the module notes
 //! in `window/mod.rs` for the semantics).
 
+use crate::bloom::blocked::BlockedLayer;
 use crate::bloom::chain::MAX_LAYERS;
 use crate::bloom::filter::{FilterSpec, ScalableFilter};
-use crate::bloom::layer::Allocation;
+use crate::bloom::layer::{Allocation, Layer};
 use crate::error::FilterError;
 use crate::fallible::try_vec;
 use crate::footprint::allocation;
@@ -196,7 +197,33 @@ impl WindowedFilter {
 
     /// Whether any slice held answers present.
     pub fn contains(&self, item: &[u8]) -> bool {
-        self.slices.iter().rev().any(|s| s.filter.contains(item))
+        Self::contains_in(&self.slices, item)
+    }
+
+    /// Whether any of `slices` answers present. Blocked slices share one hash (their layers
+    /// hash alike), and every slice's first block is requested before any is tested, so
+    /// their cache misses overlap instead of waiting for each other.
+    fn contains_in(slices: &[Slice], item: &[u8]) -> bool {
+        fn blocked(s: &Slice) -> Option<&[BlockedLayer]> {
+            match &s.filter {
+                ScalableFilter::Blocked(chain) => Some(chain.layers()),
+                ScalableFilter::Classic(_) => None,
+            }
+        }
+        if slices.len() < 2 || !slices.iter().all(|s| blocked(s).is_some()) {
+            return slices.iter().rev().any(|s| s.filter.contains(item));
+        }
+        let hash = BlockedLayer::hash(item, &());
+        for layers in slices.iter().filter_map(blocked) {
+            for layer in layers {
+                layer.prefetch_first(&hash);
+            }
+        }
+        slices
+            .iter()
+            .rev()
+            .filter_map(blocked)
+            .any(|layers| BlockedLayer::contains_any(layers, &hash))
     }
 
     /// `contains` for many items, in order.
@@ -206,10 +233,7 @@ impl WindowedFilter {
 
     /// Whether any slice live at `current` answers present, without dropping the others.
     pub fn contains_at(&self, item: &[u8], current: u64) -> bool {
-        self.live_at(current)
-            .iter()
-            .rev()
-            .any(|s| s.filter.contains(item))
+        Self::contains_in(self.live_at(current), item)
     }
 
     /// `contains_at` for many items, in order.
@@ -328,7 +352,7 @@ impl WindowedFilter {
 
     /// Whether a slice before the head answers present.
     fn older_contains(&self, item: &[u8]) -> bool {
-        self.older().iter().rev().any(|s| s.filter.contains(item))
+        Self::contains_in(self.older(), item)
     }
 
     /// `add` for many items, with exactly the effect of adding them one by one in order; the

@@ -34,7 +34,8 @@
 //!   filter whose first slice could never fit in `max_bytes`, allocates no slice.
 //! * `slice_of`, `head`, `due(current)`, `advance_to(current) -> Advance { expired, moved }`.
 //! * `contains`, `contains_many` (the slices held), `contains_at`, `contains_many_at` (the
-//!   slices live at `current`).
+//!   slices live at `current`). A single lookup hashes once for all blocked slices and
+//!   overlaps their cache misses; it costs about one line per live slice when absent.
 //! * `add`, `add_many` with `ScalableFilter`'s results and errors: `Ok(true)` exactly when the
 //!   filter changed, i.e. the head slice did not hold the item. An item held only by an older
 //!   slice is put into the head slice (so it lives a full window from now) and answers
