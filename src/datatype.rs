@@ -1,77 +1,102 @@
-//! The native data type `MBbloom--` and its callbacks: RDB save and load, AOF rewrite, memory
-//! usage, digest, copy and free. Every callback is a few lines of FFI around the core's codec;
-//! a panic is caught and logged, never let across the C boundary.
+//! The native data type `MBbloom--`: its loader and what the shared callbacks
+//! (`type_callbacks`) need of its values, each a few lines around the core's codec.
 
-use std::ffi::{c_int, c_void};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ffi::{c_int, c_void, CStr};
 
 use layerbloom_filter::bloom::chain::MAX_LAYERS;
 use layerbloom_filter::bloom::codec::{self, CodecError, FilterLoader, RdbSource};
-use layerbloom_filter::ScalableFilter;
+use layerbloom_filter::{FilterError, ScalableFilter};
 use redis_module::{native_types::RedisType, raw, ContextFlags};
 
 use crate::memory::Limits;
 use crate::raw_api::{Digest, Io, LoadedBuffer};
+use crate::type_callbacks::{self, type_methods, StoredValue};
 
 /// The type's encoding version for layerbloom's own values. RedisBloom writes 0 to 4 under
 /// the same type name; far above them, the loader tells its own values from RedisBloom's,
 /// which it reads too (as classic filters).
 pub const ENCODING_VERSION: i32 = 100;
 
-/// The type methods of a module type of this module, built from the callbacks of the module
-/// the macro is used in, which every type names alike: `rdb_load`, `rdb_save`, `aof_rewrite`,
-/// `mem_usage`, `digest`, `free`, `free_effort` and `copy`.
-macro_rules! type_methods {
-    () => {
-        ::redis_module::raw::RedisModuleTypeMethods {
-            version: ::redis_module::raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
-            rdb_load: Some(rdb_load),
-            rdb_save: Some(rdb_save),
-            aof_rewrite: Some(aof_rewrite),
-            mem_usage: Some(mem_usage),
-            digest: Some(digest),
-            free: Some(free),
-            aux_load: None,
-            aux_save: None,
-            aux_save_triggers: 0,
-            free_effort: Some(free_effort),
-            unlink: None,
-            copy: Some(copy),
-            defrag: None,
-            mem_usage2: None,
-            free_effort2: None,
-            unlink2: None,
-            copy2: None,
-            aux_save2: None,
-        }
-    };
-}
-pub(crate) use type_methods;
-
 /// The data type, registered under RedisBloom's name so RDB files and DUMP payloads name it
 /// the same way.
-pub static BLOOM_TYPE: RedisType = RedisType::new("MBbloom--", ENCODING_VERSION, type_methods!());
+pub static BLOOM_TYPE: RedisType = RedisType::new(
+    "MBbloom--",
+    ENCODING_VERSION,
+    type_methods!(ScalableFilter, rdb_load),
+);
 
-/// Bytes a background thread frees per unit of `free_effort`. Redis frees a value in the
-/// background when its effort exceeds 64, so filters above about 4 MiB are freed lazily.
-pub(crate) const FREE_EFFORT_BYTES: u64 = 64 * 1024;
+impl StoredValue for ScalableFilter {
+    const LOG_PREFIX: &'static str = "";
+    const LOAD_CHUNK: &'static CStr = c"BF.LOADCHUNK";
 
-/// Runs a callback body, logging a panic and returning `fallback` instead of unwinding.
-pub(crate) fn guarded<T>(what: &str, fallback: T, body: impl FnOnce() -> T) -> T {
-    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| {
-        crate::log::warning(
-            None,
-            &format!("layerbloom: internal error in {what}; see the log above"),
+    fn entered(&self) {
+        crate::stats::entered(self);
+    }
+
+    fn freed(&self) {
+        crate::stats::freed(self);
+    }
+
+    fn rdb_save(&self, io: &mut Io) {
+        save_pieces(io, &codec::encode_rdb_header(self), codec::rdb_pieces(self));
+    }
+
+    fn aof_chunks(&self, emit: &mut dyn FnMut(i64, &[u8])) {
+        emit_dump(
+            &codec::encode_header(self),
+            |it| codec::dump_chunk(self, it),
+            emit,
         );
-        fallback
-    })
+    }
+
+    fn digest(&self, digest: &mut Digest) {
+        digest.add_string_buffer(&codec::encode_header(self));
+        for bytes in self.layer_bytes() {
+            digest.add_string_buffer(bytes);
+        }
+    }
+
+    fn mem_usage(&self) -> u64 {
+        allocated_bytes(self)
+    }
+
+    fn free_size(&self) -> (usize, u64) {
+        (self.layer_count(), self.memory_usage())
+    }
+
+    fn clone_value(&self) -> Result<Self, FilterError> {
+        self.try_clone()
+    }
 }
 
-/// # Safety
-/// `value` must be a pointer this module stored with `ModuleTypeSetValue` or returned from
-/// `rdb_load`/`copy`: a live `Box<ScalableFilter>`.
-unsafe fn filter<'a>(value: *mut c_void) -> &'a ScalableFilter {
-    unsafe { &*value.cast::<ScalableFilter>() }
+/// Saves an RDB header and the pieces that follow it, a string buffer each.
+pub(crate) fn save_pieces(io: &mut Io, header: &[u8], pieces: Vec<&[u8]>) {
+    io.save_string_buffer(header);
+    for piece in pieces {
+        io.save_string_buffer(piece);
+    }
+}
+
+/// Emits a `BF.LOADCHUNK` stream: `header` (iterator 1), then every chunk `dump_chunk`
+/// yields, but those with no bit set: the header creates zeroed bit arrays, so they need no
+/// command.
+pub(crate) fn emit_dump<'a>(
+    header: &[u8],
+    mut dump_chunk: impl FnMut(i64) -> (i64, &'a [u8]),
+    emit: &mut dyn FnMut(i64, &[u8]),
+) {
+    emit(1, header);
+    let mut it = 1;
+    loop {
+        let (next, data) = dump_chunk(it);
+        if next == 0 {
+            break;
+        }
+        if data.iter().any(|&b| b != 0) {
+            emit(next, data);
+        }
+        it = next;
+    }
 }
 
 /// The bytes a filter really occupies in Redis's allocator: its box, its layer table and its
@@ -79,22 +104,11 @@ unsafe fn filter<'a>(value: *mut c_void) -> &'a ScalableFilter {
 /// `BF.INFO` report. `filter` must be the value stored under a key (a `Box` made by this
 /// module).
 pub fn allocated_bytes(filter: &ScalableFilter) -> u64 {
-    // SAFETY: `filter` is the contents of a `Box` this module made, so the module's (global)
-    // allocator gave it its block with the type's alignment, alive while borrowed.
-    let mut total = unsafe {
-        crate::alloc::allocated_size(
-            std::ptr::from_ref(filter).cast(),
-            std::mem::align_of::<ScalableFilter>(),
-        )
-    };
-    filter.allocations(|a| {
-        // SAFETY: an `Allocation` is a live block of the global allocator (`ModuleAlloc`),
-        // requested with exactly this alignment, alive while the filter is borrowed (its
-        // invariant).
-        let size = unsafe { crate::alloc::allocated_size(a.ptr().as_ptr(), a.align()) };
-        total = total.and_then(|t| Some(t + size?));
-    });
-    total.map_or_else(|| filter.memory_usage(), |t| t as u64)
+    type_callbacks::allocated_bytes(
+        filter,
+        |each| filter.allocations(each),
+        || filter.memory_usage(),
+    )
 }
 
 const UNREADABLE: &str = "the value is truncated or unreadable";
@@ -236,127 +250,5 @@ fn load_value(io: &mut Io, encver: c_int) -> Result<ScalableFilter, String> {
 }
 
 extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
-    // SAFETY: the handle Redis passed to this callback, used only during it.
-    let mut io = unsafe { Io::of_callback(rdb) };
-    guarded("rdb_load", std::ptr::null_mut(), || {
-        match load_value(&mut io, encver) {
-            Ok(filter) => into_value(filter),
-            Err(why) => {
-                crate::log::warning(
-                    None,
-                    &format!("layerbloom: cannot load a Bloom filter: {why}"),
-                );
-                std::ptr::null_mut()
-            }
-        }
-    })
-}
-
-extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
-    // SAFETY: the handle Redis passed to this callback, used only during it.
-    let mut io = unsafe { Io::of_callback(rdb) };
-    guarded("rdb_save", (), || {
-        // SAFETY: Redis passes a value of this type.
-        let filter = unsafe { filter(value) };
-        io.save_string_buffer(&codec::encode_rdb_header(filter));
-        for piece in codec::rdb_pieces(filter) {
-            io.save_string_buffer(piece);
-        }
-    })
-}
-
-extern "C" fn aof_rewrite(
-    aof: *mut raw::RedisModuleIO,
-    key: *mut raw::RedisModuleString,
-    value: *mut c_void,
-) {
-    // SAFETY: the handle Redis passed to this callback, used only during it.
-    let mut io = unsafe { Io::of_callback(aof) };
-    guarded("aof_rewrite", (), || {
-        // SAFETY: Redis passes a value of this type.
-        let filter = unsafe { filter(value) };
-        let mut emit = |it: i64, bytes: &[u8]| {
-            // SAFETY: `key` is the key Redis passed to this callback.
-            unsafe { io.emit_aof_key_int_buffer(c"BF.LOADCHUNK", key, it, bytes) }
-        };
-        emit(1, &codec::encode_header(filter));
-        let mut it = 1;
-        loop {
-            let (next, data) = codec::dump_chunk(filter, it);
-            if next == 0 {
-                break;
-            }
-            // The header creates zeroed layers: chunks with no bit set need no command.
-            if data.iter().any(|&b| b != 0) {
-                emit(next, data);
-            }
-            it = next;
-        }
-    })
-}
-
-extern "C" fn mem_usage(value: *const c_void) -> usize {
-    // SAFETY: Redis passes a value of this type.
-    guarded("mem_usage", 0, || {
-        allocated_bytes(unsafe { filter(value.cast_mut()) }) as usize
-    })
-}
-
-extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
-    // SAFETY: the digest Redis passed to this callback, used only during it.
-    let mut digest = unsafe { Digest::of_callback(md) };
-    guarded("digest", (), || {
-        // SAFETY: Redis passes a value of this type.
-        let filter = unsafe { filter(value) };
-        digest.add_string_buffer(&codec::encode_header(filter));
-        for bytes in filter.layer_bytes() {
-            digest.add_string_buffer(bytes);
-        }
-        digest.end_sequence();
-    })
-}
-
-extern "C" fn free(value: *mut c_void) {
-    if value.is_null() {
-        return;
-    }
-    guarded("free", (), || {
-        // SAFETY: the value is a `Box<ScalableFilter>` this module created; Redis frees it
-        // exactly once.
-        let filter = unsafe { Box::from_raw(value.cast::<ScalableFilter>()) };
-        crate::stats::freed(&filter);
-        drop(filter);
-    })
-}
-
-/// A loaded or copied filter as the value Redis stores, counted in `INFO bf`.
-fn into_value(filter: ScalableFilter) -> *mut c_void {
-    let value = Box::new(filter);
-    crate::stats::entered(&value);
-    Box::into_raw(value).cast()
-}
-
-extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
-    guarded("free_effort", 0, || {
-        // SAFETY: Redis passes a value of this type.
-        let filter = unsafe { filter(value.cast_mut()) };
-        (filter.layer_count() as u64 + filter.memory_usage() / FREE_EFFORT_BYTES) as usize
-    })
-}
-
-extern "C" fn copy(
-    _from: *mut raw::RedisModuleString,
-    _to: *mut raw::RedisModuleString,
-    value: *const c_void,
-) -> *mut c_void {
-    guarded("copy", std::ptr::null_mut(), || {
-        // SAFETY: Redis passes a value of this type.
-        match unsafe { filter(value.cast_mut()) }.try_clone() {
-            Ok(copy) => into_value(copy),
-            Err(e) => {
-                crate::log::warning(None, &format!("layerbloom: COPY failed: {e}"));
-                std::ptr::null_mut()
-            }
-        }
-    })
+    type_callbacks::load(rdb, "Bloom filter", |io| load_value(io, encver))
 }

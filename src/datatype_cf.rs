@@ -4,20 +4,26 @@
 //! the extension's filters (a rate of one's choosing, `wide_codec`): a type of its own, so
 //! that RedisBloom refuses such a value by its type instead of misreading its slots, and so
 //! that its encoding version is its own. Both hold an `AnyFilter` and share every callback
-//! but the loader. The callbacks share the Bloom type's panic guard, RDB field reader and
-//! RESTORE limits (`datatype.rs`).
+//! but the loader. The callbacks are the shared ones (`type_callbacks`), with the Bloom type's
+//! RDB field reader and RESTORE limits (`datatype.rs`).
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_int, c_void, CStr};
 
 use layerbloom_filter::cuckoo::codec::{self, RdbField};
 use layerbloom_filter::cuckoo::AnyFilter;
 use layerbloom_filter::format::CodecError;
+use layerbloom_filter::FilterError;
 use redis_module::{native_types::RedisType, raw};
 
-use crate::datatype::{guarded, restore_limits, type_methods, FREE_EFFORT_BYTES};
+use crate::datatype::restore_limits;
 use crate::raw_api::{Digest, Io};
+use crate::type_callbacks::{self, type_methods, StoredValue};
 
-pub static CUCKOO_TYPE: RedisType = RedisType::new("MBbloomCF", codec::ENCVER, type_methods!());
+pub static CUCKOO_TYPE: RedisType = RedisType::new(
+    "MBbloomCF",
+    codec::ENCVER,
+    type_methods!(AnyFilter, rdb_load),
+);
 
 /// The extension's type (see the module documentation).
 pub use wide::WIDE_CUCKOO_TYPE;
@@ -35,27 +41,17 @@ mod wide {
     use super::*;
     use layerbloom_filter::cuckoo::wide_codec;
 
-    pub static WIDE_CUCKOO_TYPE: RedisType =
-        RedisType::new("LBcuckoo-", wide_codec::ENCVER, type_methods!());
+    pub static WIDE_CUCKOO_TYPE: RedisType = RedisType::new(
+        "LBcuckoo-",
+        wide_codec::ENCVER,
+        type_methods!(AnyFilter, rdb_load),
+    );
 
     extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
         load(rdb, encver, "extension cuckoo", |io, encver, budget| {
             wide_codec::decode_rdb(io, encver, budget).map(AnyFilter::from)
         })
     }
-}
-
-/// # Safety
-/// `value` must be a live `Box<AnyFilter>` this module stored or returned.
-unsafe fn filter<'a>(value: *mut c_void) -> &'a AnyFilter {
-    unsafe { &*value.cast::<AnyFilter>() }
-}
-
-/// A loaded or copied filter as the value Redis stores, counted in `INFO bf`.
-fn into_value(filter: AnyFilter) -> *mut c_void {
-    let value = Box::new(filter);
-    crate::cf::stats::entered(&value);
-    Box::into_raw(value).cast()
 }
 
 extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
@@ -71,40 +67,61 @@ fn load(
     what: &str,
     decode: impl FnOnce(&mut Io, i32, Option<u64>) -> Result<AnyFilter, CodecError>,
 ) -> *mut c_void {
-    // SAFETY: the handle Redis passed to this callback, used only during it.
-    let mut io = unsafe { Io::of_callback(rdb) };
-    guarded("cuckoo rdb_load", std::ptr::null_mut(), || {
+    let what = format_args!("{what} filter (encoding version {encver})");
+    type_callbacks::load(rdb, what, |io| {
         // A client's RESTORE is charged against the limits as it is read, before each
         // sub-filter's slots are allocated; loads from disk, the AOF or a primary are not.
-        let budget = restore_limits(&io).map(|l| l.bytes());
-        match decode(&mut io, encver, budget) {
-            Ok(filter) => into_value(filter),
-            Err(why) => {
-                crate::log::warning(
-                    None,
-                    &format!(
-                        "layerbloom: cannot load a {what} filter (encoding version {encver}): \
-                         {why}"
-                    ),
-                );
-                std::ptr::null_mut()
-            }
-        }
+        let budget = restore_limits(io).map(|l| l.bytes());
+        decode(io, encver, budget).map_err(|e| e.to_string())
     })
 }
 
-extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
-    // SAFETY: the handle Redis passed to this callback, used only during it.
-    let mut io = unsafe { Io::of_callback(rdb) };
-    guarded("cuckoo rdb_save", (), || {
-        // SAFETY: Redis passes a value of this type.
-        for field in unsafe { filter(value) }.rdb_fields() {
+impl StoredValue for AnyFilter {
+    const LOG_PREFIX: &'static str = "cuckoo ";
+    const LOAD_CHUNK: &'static CStr = c"CF.LOADCHUNK";
+
+    fn entered(&self) {
+        crate::cf::stats::entered(self);
+    }
+
+    fn freed(&self) {
+        crate::cf::stats::freed(self);
+    }
+
+    fn rdb_save(&self, io: &mut Io) {
+        for field in self.rdb_fields() {
             match field {
                 RdbField::Unsigned(v) => io.save_unsigned(v),
                 RdbField::Buffer(bytes) => io.save_string_buffer(bytes),
             }
         }
-    })
+    }
+
+    fn aof_chunks(&self, emit: &mut dyn FnMut(i64, &[u8])) {
+        emit(1, &self.header());
+        for (it, piece) in slot_chunks(self) {
+            emit(it as i64, piece);
+        }
+    }
+
+    fn digest(&self, digest: &mut Digest) {
+        digest.add_string_buffer(&self.header());
+        for (bytes, _) in self.slot_arrays() {
+            digest.add_string_buffer(bytes);
+        }
+    }
+
+    fn mem_usage(&self) -> u64 {
+        self.memory_usage()
+    }
+
+    fn free_size(&self) -> (usize, u64) {
+        (self.sub_filter_count(), self.memory_usage())
+    }
+
+    fn clone_value(&self) -> Result<Self, FilterError> {
+        self.try_clone()
+    }
 }
 
 /// The `CF.LOADCHUNK` data chunks that rebuild `filter`'s slots after its header: every
@@ -127,85 +144,6 @@ fn slot_chunks(filter: &AnyFilter) -> impl Iterator<Item = (u64, &[u8])> {
                 })
                 .filter(|(_, piece)| piece.iter().any(|&b| b != 0))
         })
-}
-
-extern "C" fn aof_rewrite(
-    aof: *mut raw::RedisModuleIO,
-    key: *mut raw::RedisModuleString,
-    value: *mut c_void,
-) {
-    // SAFETY: the handle Redis passed to this callback, used only during it.
-    let mut io = unsafe { Io::of_callback(aof) };
-    guarded("cuckoo aof_rewrite", (), || {
-        // SAFETY: Redis passes a value of this type.
-        let filter = unsafe { filter(value) };
-        let mut emit = |it: u64, bytes: &[u8]| {
-            // SAFETY: `key` is the key Redis passed to this callback.
-            unsafe { io.emit_aof_key_int_buffer(c"CF.LOADCHUNK", key, it as i64, bytes) }
-        };
-        emit(1, &filter.header());
-        for (it, piece) in slot_chunks(filter) {
-            emit(it, piece);
-        }
-    })
-}
-
-extern "C" fn mem_usage(value: *const c_void) -> usize {
-    guarded("cuckoo mem_usage", 0, || {
-        // SAFETY: Redis passes a value of this type.
-        unsafe { filter(value.cast_mut()) }.memory_usage() as usize
-    })
-}
-
-extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
-    // SAFETY: the digest Redis passed to this callback, used only during it.
-    let mut digest = unsafe { Digest::of_callback(md) };
-    guarded("cuckoo digest", (), || {
-        // SAFETY: Redis passes a value of this type.
-        let filter = unsafe { filter(value) };
-        digest.add_string_buffer(&filter.header());
-        for (bytes, _) in filter.slot_arrays() {
-            digest.add_string_buffer(bytes);
-        }
-        digest.end_sequence();
-    })
-}
-
-extern "C" fn free(value: *mut c_void) {
-    if value.is_null() {
-        return;
-    }
-    guarded("cuckoo free", (), || {
-        // SAFETY: a `Box<AnyFilter>` this module created; Redis frees it exactly once.
-        let filter = unsafe { Box::from_raw(value.cast::<AnyFilter>()) };
-        crate::cf::stats::freed(&filter);
-        drop(filter);
-    })
-}
-
-extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
-    guarded("cuckoo free_effort", 0, || {
-        // SAFETY: Redis passes a value of this type.
-        let filter = unsafe { filter(value.cast_mut()) };
-        (filter.sub_filter_count() as u64 + filter.memory_usage() / FREE_EFFORT_BYTES) as usize
-    })
-}
-
-extern "C" fn copy(
-    _from: *mut raw::RedisModuleString,
-    _to: *mut raw::RedisModuleString,
-    value: *const c_void,
-) -> *mut c_void {
-    guarded("cuckoo copy", std::ptr::null_mut(), || {
-        // SAFETY: Redis passes a value of this type.
-        match unsafe { filter(value.cast_mut()) }.try_clone() {
-            Ok(copy) => into_value(copy),
-            Err(e) => {
-                crate::log::warning(None, &format!("layerbloom: COPY failed: {e}"));
-                std::ptr::null_mut()
-            }
-        }
-    })
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ mod propagate;
 mod raw_api;
 mod reply;
 mod stats;
+mod type_callbacks;
 
 use redis_module::{redis_module, Context, RedisString, Status};
 
