@@ -9,51 +9,12 @@ mod table;
 use std::time::Duration;
 
 use common::{
-    cf_loadchunks, cf_scandump, digest, error_of, wait_for_aof_rewrite, wait_for_link, wait_until,
-    Exec, Server, Stop,
+    cf_field, cf_info, cf_insert, cf_items, cf_loadchunks, cf_scandump, digest, error_of, events,
+    wait_for_aof_rewrite, wait_for_link, wait_until, Events, Exec, Server, Stop,
 };
 use redis::Value;
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-
-fn items(prefix: &str, n: usize) -> Vec<Vec<u8>> {
-    (0..n)
-        .map(|i| format!("{prefix}:{i}").into_bytes())
-        .collect()
-}
-
-/// `CF.INSERT key ITEMS items...` in batches; the per-item replies.
-fn insert(con: &mut redis::Connection, key: &str, items: &[Vec<u8>]) -> Vec<i64> {
-    let mut out = Vec::new();
-    for chunk in items.chunks(500) {
-        let mut c = cmd!("CF.INSERT", key, "ITEMS");
-        for i in chunk {
-            c.arg(i.as_slice());
-        }
-        out.extend(con.q::<Vec<i64>>(&c));
-    }
-    out
-}
-
-fn info(con: &mut redis::Connection, key: &str) -> Vec<(String, i64)> {
-    let flat: Vec<Value> = con.q(&cmd!("CF.INFO", key));
-    flat.chunks(2)
-        .map(|p| {
-            (
-                redis::from_redis_value(p[0].clone()).unwrap(),
-                redis::from_redis_value(p[1].clone()).unwrap(),
-            )
-        })
-        .collect()
-}
-
-fn field(con: &mut redis::Connection, key: &str, name: &str) -> i64 {
-    info(con, key)
-        .into_iter()
-        .find(|(n, _)| n == name)
-        .unwrap_or_else(|| panic!("no {name} in CF.INFO"))
-        .1
-}
 
 // ---------------------------------------------------------------- the table
 
@@ -149,7 +110,7 @@ fn reserve_creates_redisbloom_s_shape_and_refuses_an_existing_key() {
         "3"
     ));
     assert_eq!(
-        info(&mut con, &k),
+        cf_info(&mut con, &k),
         [
             ("Size", 40 + 16 + 256 * 4),
             ("Number of buckets", 256),
@@ -170,7 +131,7 @@ fn reserve_creates_redisbloom_s_shape_and_refuses_an_existing_key() {
     let named = ks.k("bucketsize");
     con.ok(&cmd!("CF.RESERVE", &named, "100"));
     con.ok(&cmd!("CF.RESERVE", ks.k("ok"), "100", "expansion", "0"));
-    assert_eq!(field(&mut con, &ks.k("ok"), "Expansion rate"), 0);
+    assert_eq!(cf_field(&mut con, &ks.k("ok"), "Expansion rate"), 0);
 }
 
 #[test]
@@ -249,7 +210,7 @@ fn ambiguous_options_are_refused_and_create_nothing() {
         [1, 1]
     );
     assert_eq!(con.q::<i64>(&cmd!("CF.EXISTS", &k, "NOCREATE")), 1);
-    assert_eq!(field(&mut con, &k, "Number of buckets"), 512);
+    assert_eq!(cf_field(&mut con, &k, "Number of buckets"), 512);
 }
 
 #[test]
@@ -278,9 +239,9 @@ fn adds_counts_deletes_and_compaction_follow_redisbloom_rules() {
     assert_eq!(con.q::<i64>(&cmd!("CF.DEL", &k, "a")), 1);
     assert_eq!(con.q::<i64>(&cmd!("CF.COUNT", &k, "a")), 1);
     assert_eq!(con.q::<i64>(&cmd!("CF.DEL", &k, "never")), 0);
-    assert_eq!(field(&mut con, &k, "Number of items deleted"), 1);
+    assert_eq!(cf_field(&mut con, &k, "Number of items deleted"), 1);
     con.ok(&cmd!("CF.COMPACT", &k));
-    assert_eq!(field(&mut con, &k, "Number of items deleted"), 0);
+    assert_eq!(cf_field(&mut con, &k, "Number of items deleted"), 0);
     assert_eq!(
         con.err_text(&cmd!("CF.DEL", ks.k("missing"), "a")),
         "Not found"
@@ -324,10 +285,10 @@ fn a_full_filter_refuses_adds_and_changes_nothing() {
         "EXPANSION",
         "0"
     ));
-    let replies = insert(&mut con, &k, &items("i", 40));
+    let replies = cf_insert(&mut con, &k, &cf_items("i", 40));
     assert!(replies.contains(&-1), "{replies:?}");
     let stored = replies.iter().filter(|&&r| r == 1).count() as i64;
-    assert_eq!(field(&mut con, &k, "Number of items inserted"), stored);
+    assert_eq!(cf_field(&mut con, &k, "Number of items inserted"), stored);
     let before = cf_scandump(&mut con, &k);
     assert_eq!(con.err_text(&cmd!("CF.ADD", &k, "more")), "Filter is full");
     assert_eq!(
@@ -354,7 +315,7 @@ fn maximum_expansions_refuse_every_add_before_any_item() {
     let k = ks.k("f");
     con.ok(&cmd!("CF.RESERVE", &k, "2", "BUCKETSIZE", "1"));
     let mut i = 0;
-    while field(&mut con, &k, "Number of filters") < 32 {
+    while cf_field(&mut con, &k, "Number of filters") < 32 {
         let _ = con.raw(&cmd!("CF.ADD", &k, format!("x{i}")));
         i += 1;
         assert!(i < 10_000, "never reached 32 sub-filters");
@@ -419,8 +380,8 @@ fn scandump_and_loadchunk_copy_a_filter_and_never_overwrite_a_live_one() {
     let mut con = s.conn();
     let (a, b) = (ks.k("a"), ks.k("b"));
     con.ok(&cmd!("CF.RESERVE", &a, "64", "EXPANSION", "2"));
-    let all = items("c", 200);
-    insert(&mut con, &a, &all);
+    let all = cf_items("c", 200);
+    cf_insert(&mut con, &a, &all);
     let stream = cf_scandump(&mut con, &a);
     assert!(stream.len() > 3, "several sub-filters: {}", stream.len());
     cf_loadchunks(&mut con, &b, &stream);
@@ -467,7 +428,7 @@ fn fill_variety(con: &mut redis::Connection, prefix: &str) -> Vec<String> {
         "EXPANSION",
         "2"
     ));
-    insert(con, &grown, &items("g", 600));
+    cf_insert(con, &grown, &cf_items("g", 600));
     for i in 0..30 {
         con.q::<i64>(&cmd!("CF.DEL", &grown, format!("g:{i}")));
     }
@@ -481,7 +442,7 @@ fn fill_variety(con: &mut redis::Connection, prefix: &str) -> Vec<String> {
         "EXPANSION",
         "0"
     ));
-    insert(con, &full, &items("f", 20));
+    cf_insert(con, &full, &cf_items("f", 20));
     let empty = format!("{prefix}:empty");
     con.ok(&cmd!("CF.RESERVE", &empty, "100"));
     let emptied = format!("{prefix}:emptied");
@@ -502,10 +463,7 @@ fn digests(con: &mut redis::Connection, keys: &[String]) -> Vec<(String, String,
 #[test]
 fn rdb_and_aof_rewrite_keep_every_filter_exactly() {
     require_own_server!();
-    let mut s = Server::builder()
-        .config("appendonly", "yes")
-        .config("aof-use-rdb-preamble", "no")
-        .start();
+    let mut s = Server::builder().command_aof().start();
     let mut con = s.conn();
     let keys = fill_variety(&mut con, "persist");
     let before = digests(&mut con, &keys);
@@ -542,7 +500,7 @@ fn dump_restore_copy_and_memory_usage_work_on_cuckoo_values() {
         assert_eq!(con.q::<i64>(&cmd!("COPY", k, &c)), 1);
         assert_eq!(digest(&mut con, k), digest(&mut con, &c), "{k}");
         let usage: i64 = con.q(&cmd!("MEMORY", "USAGE", k));
-        let size = field(&mut con, k, "Size");
+        let size = cf_field(&mut con, k, "Size");
         assert!(usage >= size, "{k}: MEMORY USAGE {usage} < Size {size}");
     }
     // The copy is independent of its source.
@@ -570,11 +528,7 @@ fn keyspace_events_name_every_cf_write() {
     let s = Server::builder()
         .config("notify-keyspace-events", "gE")
         .start();
-    let sub: &'static mut redis::Connection = Box::leak(Box::new(s.conn()));
-    let mut ps = sub.as_pubsub();
-    ps.psubscribe("__keyevent@0__:cf.*").unwrap();
-    ps.set_read_timeout(Some(Duration::from_millis(300)))
-        .unwrap();
+    let mut ev = Events::subscribe(&s, "cf.*");
     let mut con = s.conn();
     con.ok(&cmd!(
         "CF.RESERVE",
@@ -603,15 +557,7 @@ fn keyspace_events_name_every_cf_write() {
     con.q::<i64>(&cmd!("CF.ADD", "auto", "a"));
     let stream = cf_scandump(&mut con, "auto");
     cf_loadchunks(&mut con, "copied", &stream);
-    let mut got = Vec::new();
-    while let Ok(msg) = ps.get_message() {
-        let event = msg
-            .get_channel_name()
-            .trim_start_matches("__keyevent@0__:")
-            .to_string();
-        got.push((event, msg.get_payload::<String>().unwrap()));
-    }
-    let want: Vec<(String, String)> = [
+    let want = events(&[
         ("cf.reserve", "e"),
         ("cf.add", "e"),
         ("cf.del", "e"),
@@ -624,11 +570,8 @@ fn keyspace_events_name_every_cf_write() {
         ("cf.reserve", "copied"),
         ("cf.loadchunk", "copied"),
         ("cf.loadchunk", "copied"),
-    ]
-    .iter()
-    .map(|(e, k)| (e.to_string(), k.to_string()))
-    .collect();
-    assert_eq!(got, want);
+    ]);
+    assert_eq!(ev.drain(), want);
 }
 
 // ---------------------------------------------------------------- replication
@@ -669,7 +612,7 @@ fn a_replica_ends_with_the_primary_s_buckets_after_every_kind_of_write() {
         "2"
     ));
     let mut c = cmd!("CF.INSERT", "repl:limited", "ITEMS");
-    for i in items("l", 200_000) {
+    for i in cf_items("l", 200_000) {
         c.arg(i);
     }
     let v = con.raw(&c);
@@ -717,7 +660,7 @@ fn an_insert_refused_at_its_last_item_is_not_replayed_with_that_item() {
             "2"
         ))
     };
-    let all = items("last", 200_000);
+    let all = cf_items("last", 200_000);
     let insert_all = |con: &mut redis::Connection, key: &str, items: &[Vec<u8>]| {
         let mut c = cmd!("CF.INSERT", key, "ITEMS");
         for i in items {
@@ -833,7 +776,7 @@ fn the_per_filter_limit_refuses_creation_growth_and_restore_before_allocating() 
         e.starts_with("ERR problem inserting into filter: its next sub-filter would bring it to"),
         "{e}"
     );
-    assert_eq!(field(&mut con, "g", "Number of items inserted"), n);
+    assert_eq!(cf_field(&mut con, "g", "Number of items inserted"), n);
 
     // A client's RESTORE of a value over the limit is refused.
     let other = Server::start();
@@ -859,7 +802,7 @@ fn maxmemory_refuses_a_filter_that_would_pass_it() {
     // by CF.INSERT after the items that fit and by CF.ADD, and the filter keeps its items.
     con.ok(&cmd!("CF.RESERVE", "g", "1024", "EXPANSION", "32768"));
     let mut c = cmd!("CF.INSERT", "g", "ITEMS");
-    for i in items("g", 5000) {
+    for i in cf_items("g", 5000) {
         c.arg(i);
     }
     let Value::Array(replies) = con.raw(&c) else {
@@ -873,9 +816,9 @@ fn maxmemory_refuses_a_filter_that_would_pass_it() {
         "{added} {:?}",
         &replies[replies.len().saturating_sub(3)..]
     );
-    assert_eq!(field(&mut con, "g", "Number of filters"), 1);
+    assert_eq!(cf_field(&mut con, "g", "Number of filters"), 1);
     assert_eq!(
-        field(&mut con, "g", "Number of items inserted"),
+        cf_field(&mut con, "g", "Number of items inserted"),
         added as i64
     );
     let e = con.err_text(&cmd!("CF.ADD", "g", format!("g:{added}")));
@@ -901,7 +844,7 @@ fn info_bf_counts_cuckoo_filters_and_what_they_could_not_do() {
         "0"
     ));
     con.ok(&cmd!("CF.RESERVE", "b", "64", "EXPANSION", "1"));
-    insert(&mut con, "b", &items("b", 200));
+    cf_insert(&mut con, "b", &cf_items("b", 200));
     let v = con.raw(&cmd!(
         "CF.INSERT",
         "a",
@@ -922,13 +865,13 @@ fn info_bf_counts_cuckoo_filters_and_what_they_could_not_do() {
     let added_a = 7 - refused;
     con.q::<i64>(&cmd!("CF.DEL", "b", "never-added-1"));
     con.q::<i64>(&cmd!("CF.DEL", "b", "b:0"));
-    let subs = field(&mut con, "b", "Number of filters");
+    let subs = cf_field(&mut con, "b", "Number of filters");
     assert!(subs > 1, "b grew");
     assert_eq!(figure(&mut con, "bf_cf_filters"), 2);
     assert_eq!(figure(&mut con, "bf_cf_sub_filters"), 1 + subs);
     assert_eq!(
         figure(&mut con, "bf_cf_items"),
-        added_a + field(&mut con, "b", "Number of items inserted")
+        added_a + cf_field(&mut con, "b", "Number of items inserted")
     );
     assert!(figure(&mut con, "bf_cf_bytes") > 0);
     assert!(figure(&mut con, "bf_cf_deletes_not_found") >= 1);
@@ -965,11 +908,11 @@ fn info_bf_cuckoo_totals_follow_growth_deletes_and_compaction() {
     // Growth by single adds, by a batch and by an auto-created filter; deletes that compact
     // (a tenth of the items deleted with several sub-filters), an explicit compaction.
     con.ok(&cmd!("CF.RESERVE", "single", "16", "EXPANSION", "2"));
-    for i in items("single", 300) {
+    for i in cf_items("single", 300) {
         con.q::<i64>(&cmd!("CF.ADD", "single", i.as_slice()));
     }
     con.ok(&cmd!("CF.RESERVE", "batch", "16", "EXPANSION", "1"));
-    insert(&mut con, "batch", &items("batch", 400));
+    cf_insert(&mut con, "batch", &cf_items("batch", 400));
     con.q::<Vec<i64>>(&cmd!(
         "CF.INSERT",
         "auto",
@@ -980,14 +923,14 @@ fn info_bf_cuckoo_totals_follow_growth_deletes_and_compaction() {
         "b",
         "c"
     ));
-    assert!(field(&mut con, "single", "Number of filters") > 2);
-    let subs = field(&mut con, "batch", "Number of filters");
+    assert!(cf_field(&mut con, "single", "Number of filters") > 2);
+    let subs = cf_field(&mut con, "batch", "Number of filters");
     assert!(subs > 2);
-    for i in items("batch", 400).iter().rev().take(120) {
+    for i in cf_items("batch", 400).iter().rev().take(120) {
         assert_eq!(con.q::<i64>(&cmd!("CF.DEL", "batch", i.as_slice())), 1);
     }
     assert!(
-        field(&mut con, "batch", "Number of filters") < subs,
+        cf_field(&mut con, "batch", "Number of filters") < subs,
         "deletes compacted the filter"
     );
     con.ok(&cmd!("CF.COMPACT", "single"));
@@ -1102,7 +1045,7 @@ fn info_field_words_answer_loads_the_estimated_rate_and_missed_deletes_in_resp2_
     let k = ks.k("f");
     let mut con = s.conn();
     con.ok(&cmd!("CF.RESERVE", &k, 64, "EXPANSION", 2));
-    insert(&mut con, &k, &items("h", 150));
+    cf_insert(&mut con, &k, &cf_items("h", 150));
     let mut missed = 0;
     for i in 0..20 {
         let found: i64 = con.q(&cmd!("CF.DEL", &k, format!("never:{i}")));
@@ -1110,7 +1053,7 @@ fn info_field_words_answer_loads_the_estimated_rate_and_missed_deletes_in_resp2_
     }
     assert!(missed > 15, "{missed}");
     // Without a word: RedisBloom's eight fields, nothing more.
-    let full = info(&mut con, &k);
+    let full = cf_info(&mut con, &k);
     let names: Vec<&str> = full.iter().map(|(n, _)| n.as_str()).collect();
     let redisbloom: Vec<&str> = REDISBLOOM_CF_WORDS.iter().map(|w| w.1).collect();
     assert_eq!(names, redisbloom);
@@ -1245,7 +1188,7 @@ fn the_capacity_warning_logs_and_notifies_once_per_crossing_of_the_newest_sub_fi
     );
     add(&mut con, 45..50);
     assert_eq!(cf_capacity_events(&mut ps), 0, "past the mark");
-    assert_eq!(field(&mut con, "w", "Number of filters"), 1);
+    assert_eq!(cf_field(&mut con, "w", "Number of filters"), 1);
     // Deletes take the sub-filter back under the mark; reaching it again is a crossing.
     for i in 44..50 {
         assert_eq!(con.q::<i64>(&cmd!("CF.DEL", "w", format!("w:{i}"))), 1);

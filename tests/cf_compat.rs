@@ -828,12 +828,9 @@ fn cf_resp2_and_resp3_bytes_are_redisbloom_s() {
 #[test]
 fn cf_random_command_streams_answer_like_redisbloom() {
     require_own_server!();
-    let Some(path) = common::redisbloom_path() else {
-        eprintln!("skipped: RedisBloom's module is not available");
+    let Some((ours, theirs)) = common::ours_and_redisbloom() else {
         return;
     };
-    let ours = Server::start();
-    let theirs = Server::builder().module(&path).start();
     let mut a = ours.conn();
     let mut b = theirs.conn();
     let mut problems = Vec::new();

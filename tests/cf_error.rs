@@ -8,28 +8,10 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    cf_loadchunks, cf_scandump, digest, wait_for_aof_rewrite, wait_for_link, wait_until, Exec,
-    Server, Stop,
+    cf_field, cf_info, cf_insert, cf_items, cf_loadchunks, cf_scandump, digest,
+    wait_for_aof_rewrite, wait_for_link, wait_until, Exec, Server, Stop, CF_INFO_FIELDS,
 };
 use redis::Value;
-
-fn items(prefix: &str, n: usize) -> Vec<Vec<u8>> {
-    (0..n)
-        .map(|i| format!("{prefix}:{i}").into_bytes())
-        .collect()
-}
-
-fn insert(con: &mut redis::Connection, key: &str, items: &[Vec<u8>]) -> Vec<i64> {
-    let mut out = Vec::new();
-    for chunk in items.chunks(500) {
-        let mut c = cmd!("CF.INSERT", key, "ITEMS");
-        for i in chunk {
-            c.arg(i.as_slice());
-        }
-        out.extend(con.q::<Vec<i64>>(&c));
-    }
-    out
-}
 
 fn mexists(con: &mut redis::Connection, key: &str, items: &[Vec<u8>]) -> Vec<i64> {
     let mut out = Vec::new();
@@ -41,27 +23,6 @@ fn mexists(con: &mut redis::Connection, key: &str, items: &[Vec<u8>]) -> Vec<i64
         out.extend(con.q::<Vec<i64>>(&c));
     }
     out
-}
-
-/// `CF.INFO key`'s eight fields, by name.
-fn info(con: &mut redis::Connection, key: &str) -> Vec<(String, i64)> {
-    let flat: Vec<Value> = con.q(&cmd!("CF.INFO", key));
-    flat.chunks(2)
-        .map(|p| {
-            (
-                redis::from_redis_value(p[0].clone()).unwrap(),
-                redis::from_redis_value(p[1].clone()).unwrap(),
-            )
-        })
-        .collect()
-}
-
-fn field(con: &mut redis::Connection, key: &str, name: &str) -> i64 {
-    info(con, key)
-        .into_iter()
-        .find(|(n, _)| n == name)
-        .unwrap_or_else(|| panic!("no {name} in CF.INFO"))
-        .1
 }
 
 /// `CF.INFO key <word>`'s value (RESP2 wraps it in a one-element array, as BF.INFO's).
@@ -102,7 +63,7 @@ fn fill(con: &mut redis::Connection, prefix: &str) -> Vec<String> {
         "EXPANSION",
         "2"
     ));
-    insert(con, &k("grown"), &items("g", 1500));
+    cf_insert(con, &k("grown"), &cf_items("g", 1500));
     for i in (0..1500).step_by(7) {
         con.q::<i64>(&cmd!("CF.DEL", k("grown"), format!("g:{i}")));
     }
@@ -147,27 +108,15 @@ fn error_creates_a_filter_of_the_sized_layout_under_its_own_type() {
     assert_eq!(key_type(&mut con, &r), "LBcuckoo-");
     // The sizing's shape for 0.001: bucket size 4, 13-bit fingerprints, enough buckets for
     // 1000 items at the load bucket size 4 reaches, 500 eviction attempts.
-    let got = info(&mut con, &r);
+    let got = cf_info(&mut con, &r);
     let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "Size",
-            "Number of buckets",
-            "Number of filters",
-            "Number of items inserted",
-            "Number of items deleted",
-            "Bucket size",
-            "Expansion rate",
-            "Max iterations"
-        ]
-    );
-    assert_eq!(field(&mut con, &r, "Number of buckets"), 512);
-    assert_eq!(field(&mut con, &r, "Bucket size"), 4);
-    assert_eq!(field(&mut con, &r, "Max iterations"), 500);
-    assert_eq!(field(&mut con, &r, "Expansion rate"), 1);
+    assert_eq!(names, CF_INFO_FIELDS);
+    assert_eq!(cf_field(&mut con, &r, "Number of buckets"), 512);
+    assert_eq!(cf_field(&mut con, &r, "Bucket size"), 4);
+    assert_eq!(cf_field(&mut con, &r, "Max iterations"), 500);
+    assert_eq!(cf_field(&mut con, &r, "Expansion rate"), 1);
     // Size counts the packed slots: 512 × 4 × 13 bits.
-    assert_eq!(field(&mut con, &r, "Size"), 40 + 16 + 512 * 4 * 13 / 8);
+    assert_eq!(cf_field(&mut con, &r, "Size"), 40 + 16 + 512 * 4 * 13 / 8);
     assert_eq!(widths(&mut con, &r), vec![13]);
     assert_eq!(info_word::<f64>(&mut con, &r, "ERROR"), 0.001);
     // Options given with ERROR are kept.
@@ -185,9 +134,9 @@ fn error_creates_a_filter_of_the_sized_layout_under_its_own_type() {
         "3"
     ));
     let o = ks.k("opts");
-    assert_eq!(field(&mut con, &o, "Bucket size"), 8);
-    assert_eq!(field(&mut con, &o, "Max iterations"), 100);
-    assert_eq!(field(&mut con, &o, "Expansion rate"), 4);
+    assert_eq!(cf_field(&mut con, &o, "Bucket size"), 8);
+    assert_eq!(cf_field(&mut con, &o, "Max iterations"), 100);
+    assert_eq!(cf_field(&mut con, &o, "Expansion rate"), 4);
     // CF.INSERT creates one too; CF.INSERTNX as well.
     assert_eq!(
         con.q::<Vec<i64>>(&cmd!(
@@ -352,9 +301,9 @@ fn every_cf_command_works_on_an_extension_key_without_false_negatives() {
         "EXPANSION",
         "2"
     ));
-    let first = items("i", 2000);
-    assert!(insert(&mut con, &k, &first).iter().all(|&r| r == 1));
-    assert!(field(&mut con, &k, "Number of filters") > 1);
+    let first = cf_items("i", 2000);
+    assert!(cf_insert(&mut con, &k, &first).iter().all(|&r| r == 1));
+    assert!(cf_field(&mut con, &k, "Number of filters") > 1);
     let w = widths(&mut con, &k);
     assert!(w.windows(2).all(|p| p[0] <= p[1]) && w[0] < w[1], "{w:?}");
     assert_eq!(con.q::<i64>(&cmd!("CF.ADD", &k, "one")), 1);
@@ -368,7 +317,7 @@ fn every_cf_command_works_on_an_extension_key_without_false_negatives() {
     );
     assert_eq!(con.q::<i64>(&cmd!("CF.EXISTS", &k, "three")), 1);
     assert!(mexists(&mut con, &k, &first).iter().all(|&r| r == 1));
-    assert_eq!(field(&mut con, &k, "Number of items inserted"), 2004);
+    assert_eq!(cf_field(&mut con, &k, "Number of items inserted"), 2004);
     // Deletes: every deleted item's copy goes, the others stay found (all were added).
     for i in first.iter().step_by(3) {
         assert_eq!(con.q::<i64>(&cmd!("CF.DEL", &k, i.as_slice())), 1);
@@ -385,7 +334,10 @@ fn every_cf_command_works_on_an_extension_key_without_false_negatives() {
     assert!(mexists(&mut con, &k, &kept).iter().all(|&r| r == 1));
     assert_eq!(con.q::<i64>(&cmd!("CF.EXISTS", &k, "one")), 1);
     let loads: Vec<f64> = info_word(&mut con, &k, "LOAD");
-    assert_eq!(loads.len() as i64, field(&mut con, &k, "Number of filters"));
+    assert_eq!(
+        loads.len() as i64,
+        cf_field(&mut con, &k, "Number of filters")
+    );
     let fpr: f64 = info_word(&mut con, &k, "FPR");
     assert!(fpr > 0.0 && fpr <= 0.002, "{fpr}");
     // A SCANDUMP / LOADCHUNK copy is the same filter, of the same type.
@@ -423,11 +375,11 @@ fn the_measured_false_positive_rate_at_capacity_is_at_most_the_asked_one() {
     for (n, error) in [(0, 0.01), (1, 0.001)] {
         let k = ks.k(&format!("{n}"));
         con.ok(&cmd!("CF.RESERVE", &k, "20000", "ERROR", error));
-        assert!(insert(&mut con, &k, &items("in", 20_000))
+        assert!(cf_insert(&mut con, &k, &cf_items("in", 20_000))
             .iter()
             .all(|&r| r == 1));
-        assert_eq!(field(&mut con, &k, "Number of filters"), 1, "{error}");
-        let probes = items("out", 200_000);
+        assert_eq!(cf_field(&mut con, &k, "Number of filters"), 1, "{error}");
+        let probes = cf_items("out", 200_000);
         let hits: i64 = mexists(&mut con, &k, &probes).iter().sum();
         let measured = hits as f64 / probes.len() as f64;
         assert!(measured <= error, "{error}: measured {measured}");
@@ -437,10 +389,7 @@ fn the_measured_false_positive_rate_at_capacity_is_at_most_the_asked_one() {
 #[test]
 fn extension_filters_survive_reload_dump_restore_copy_and_aof_rewrite() {
     require_own_server!();
-    let mut s = Server::builder()
-        .config("appendonly", "yes")
-        .config("aof-use-rdb-preamble", "no")
-        .start();
+    let mut s = Server::builder().command_aof().start();
     let mut con = s.conn();
     let keys = fill(&mut con, "persist");
     let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
@@ -460,7 +409,7 @@ fn extension_filters_survive_reload_dump_restore_copy_and_aof_rewrite() {
         assert_eq!(con.q::<i64>(&cmd!("COPY", k, &c)), 1);
         assert_eq!(state(&mut con, &[&c]), state(&mut con, &[k]), "COPY of {k}");
         let usage: i64 = con.q(&cmd!("MEMORY", "USAGE", k));
-        let size = field(&mut con, k, "Size");
+        let size = cf_field(&mut con, k, "Size");
         assert!(usage >= size, "{k}: MEMORY USAGE {usage} < Size {size}");
     }
     con.q::<String>(&cmd!("BGREWRITEAOF"));
@@ -505,16 +454,13 @@ fn a_replica_builds_the_primary_s_extension_filters_exactly() {
 #[test]
 fn redisbloom_refuses_extension_data_instead_of_misreading_it() {
     require_own_server!();
-    let Some(path) = common::redisbloom_path() else {
-        eprintln!("skipped: RedisBloom's module is not available");
+    let Some((ours, theirs)) = common::ours_and_redisbloom() else {
         return;
     };
-    let ours = Server::start();
-    let theirs = Server::builder().module(&path).start();
     let mut a = ours.conn();
     let mut b = theirs.conn();
     a.ok(&cmd!("CF.RESERVE", "x", "64", "ERROR", "0.01"));
-    insert(&mut a, "x", &items("x", 40));
+    cf_insert(&mut a, "x", &cf_items("x", 40));
     let payload: Vec<u8> = a.q(&cmd!("DUMP", "x"));
     let refused = b.err_text(&cmd!("RESTORE", "x", 0, payload.as_slice()));
     assert!(
@@ -534,7 +480,7 @@ fn redisbloom_refuses_extension_data_instead_of_misreading_it() {
     common::assert_pong(&mut b);
     // A RedisBloom-layout filter still moves both ways.
     a.ok(&cmd!("CF.RESERVE", "plain", "64"));
-    insert(&mut a, "plain", &items("p", 40));
+    cf_insert(&mut a, "plain", &cf_items("p", 40));
     let payload: Vec<u8> = a.q(&cmd!("DUMP", "plain"));
     b.ok(&cmd!("RESTORE", "plain", 0, payload.as_slice()));
     assert_eq!(b.q::<i64>(&cmd!("CF.EXISTS", "plain", "p:7")), 1);
@@ -579,7 +525,7 @@ fn the_memory_limit_refuses_extension_filters_before_allocating() {
         "2"
     ));
     let mut c = cmd!("CF.INSERT", "g", "ITEMS");
-    for i in items("g", 60_000) {
+    for i in cf_items("g", 60_000) {
         c.arg(i);
     }
     let v = con.raw(&c);
@@ -596,10 +542,10 @@ fn the_memory_limit_refuses_extension_filters_before_allocating() {
     );
     let added = replies.len() - 1;
     assert_eq!(
-        field(&mut con, "g", "Number of items inserted"),
+        cf_field(&mut con, "g", "Number of items inserted"),
         added as i64
     );
-    assert!(mexists(&mut con, "g", &items("g", added))
+    assert!(mexists(&mut con, "g", &cf_items("g", added))
         .iter()
         .all(|&r| r == 1));
     let usage: i64 = con.q(&cmd!("MEMORY", "USAGE", "g"));

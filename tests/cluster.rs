@@ -10,7 +10,7 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{error_of, free_port, items, Exec, Server};
+use common::{error_of, free_port, items, Exec, Server, CF_INFO_FIELDS};
 use redis::cluster::{ClusterClient, ClusterConnection};
 use redis::{Cmd, ConnectionLike, FromRedisValue, Value};
 
@@ -89,6 +89,59 @@ impl Cluster {
 
     fn slot(&self, key: &str) -> i64 {
         self.nodes[0].conn().q(&cmd!("CLUSTER", "KEYSLOT", key))
+    }
+
+    /// The keys of a test are spread over every node (`per_node` of them on each, as their
+    /// owners said), and the nodes hold `keys` keys in all.
+    fn assert_spread(&self, per_node: &[usize], keys: usize) {
+        assert!(
+            per_node.iter().all(|&n| n > 0),
+            "{keys} keys should spread over the 3 nodes: {per_node:?}"
+        );
+        let total: i64 = self
+            .nodes
+            .iter()
+            .map(|n| n.conn().q::<i64>(&cmd!("DBSIZE")))
+            .sum();
+        assert_eq!(total, keys as i64);
+    }
+
+    /// Marks `slot` as moving from node `src` to node `dst`.
+    fn begin_migration(&self, slot: i64, src: usize, dst: usize) {
+        let (src_id, dst_id) = (self.node_id(src), self.node_id(dst));
+        self.nodes[dst]
+            .conn()
+            .ok(&cmd!("CLUSTER", "SETSLOT", slot, "IMPORTING", &src_id));
+        self.nodes[src]
+            .conn()
+            .ok(&cmd!("CLUSTER", "SETSLOT", slot, "MIGRATING", &dst_id));
+    }
+
+    /// Ends a migration `begin_migration` began: MIGRATEs every key of `slot` (the keys
+    /// returned) from node `src` to node `dst`, then gives the slot to `dst` on every node.
+    fn finish_migration(&self, slot: i64, src: usize, dst: usize) -> Vec<String> {
+        let mut s = self.nodes[src].conn();
+        let keys: Vec<String> = s.q(&cmd!("CLUSTER", "GETKEYSINSLOT", slot, 100));
+        let mut m = cmd!(
+            "MIGRATE",
+            "127.0.0.1",
+            self.nodes[dst].port(),
+            "",
+            0,
+            10_000,
+            "KEYS"
+        );
+        for k in &keys {
+            m.arg(k);
+        }
+        s.ok(&m);
+        let dst_id = self.node_id(dst);
+        for n in &self.nodes {
+            n.conn()
+                .ok(&cmd!("CLUSTER", "SETSLOT", slot, "NODE", &dst_id));
+        }
+        self.wait_ok();
+        keys
     }
 }
 
@@ -238,16 +291,7 @@ fn every_bf_command_works_through_a_cluster_client_and_keys_route_by_slot() {
             .q(&cmd!("COMMAND", "GETKEYS", "BF.ADD", k, "x"));
         assert_eq!(getkeys, vec![k.clone()]);
     }
-    assert!(
-        per_node.iter().all(|&n| n > 0),
-        "30 keys should spread over the 3 nodes: {per_node:?}"
-    );
-    let total: i64 = cluster
-        .nodes
-        .iter()
-        .map(|n| n.conn().q::<i64>(&cmd!("DBSIZE")))
-        .sum();
-    assert_eq!(total, keys.len() as i64);
+    cluster.assert_spread(&per_node, keys.len());
 
     // SCANDUMP / LOADCHUNK through the client copy filters across slots and nodes.
     for k in keys.iter().take(6) {
@@ -398,11 +442,9 @@ fn migrate_moves_filter_keys_between_nodes_intact() {
         .iter()
         .map(|(k, _)| digest_on(&cluster.nodes[src], k))
         .collect();
-    let (src_id, dst_id) = (cluster.node_id(src), cluster.node_id(dst));
+    cluster.begin_migration(slot, src, dst);
     let mut s = cluster.nodes[src].conn();
     let mut d = cluster.nodes[dst].conn();
-    d.ok(&cmd!("CLUSTER", "SETSLOT", slot, "IMPORTING", &src_id));
-    s.ok(&cmd!("CLUSTER", "SETSLOT", slot, "MIGRATING", &dst_id));
 
     // Mid-migration the source still serves the keys it holds; a new key of the slot is
     // created on the target (the client follows the ASK redirect).
@@ -423,30 +465,12 @@ fn migrate_moves_filter_keys_between_nodes_intact() {
     assert!(e.starts_with(&format!("ASK {slot} ")), "{e:?}");
     let digest_before_move = digest_on(&cluster.nodes[src], &filters[0].0);
 
-    let keys: Vec<String> = s.q(&cmd!("CLUSTER", "GETKEYSINSLOT", slot, 100));
-    assert_eq!(keys.len(), filters.len(), "{keys:?}");
     let late_digest = {
         d.ok(&cmd!("ASKING"));
         common::digest(&mut d, late)
     };
-    let mut m = cmd!(
-        "MIGRATE",
-        "127.0.0.1",
-        cluster.nodes[dst].port(),
-        "",
-        0,
-        10_000,
-        "KEYS"
-    );
-    for k in &keys {
-        m.arg(k);
-    }
-    s.ok(&m);
-    for n in &cluster.nodes {
-        n.conn()
-            .ok(&cmd!("CLUSTER", "SETSLOT", slot, "NODE", &dst_id));
-    }
-    cluster.wait_ok();
+    let keys = cluster.finish_migration(slot, src, dst);
+    assert_eq!(keys.len(), filters.len(), "{keys:?}");
 
     // Identical on the target, gone from the source, and every item found through the client.
     assert_eq!(s.q::<i64>(&cmd!("CLUSTER", "COUNTKEYSINSLOT", slot)), 0);
@@ -571,12 +595,7 @@ fn cf_all_found(cc: &mut ClusterConnection, key: &str, list: &[Vec<u8>]) -> bool
 /// `CF.INFO` through the client, as `(field, value)` pairs in RedisBloom's order.
 fn cf_info(cc: &mut ClusterConnection, key: &str) -> Vec<(String, i64)> {
     let flat: Vec<Value> = cq(cc, &cmd!("CF.INFO", key));
-    flat.chunks(2)
-        .map(|p| {
-            let name = common::text_of(&p[0]).unwrap_or_default();
-            (name, redis::from_redis_value(p[1].clone()).unwrap())
-        })
-        .collect()
+    common::cf_info_pairs(&flat)
 }
 
 /// One call of each CF command on `key`, with arguments it accepts.
@@ -645,20 +664,7 @@ fn every_cf_command_works_through_a_cluster_client_and_keys_route_by_slot() {
         assert!(count >= 1, "{k}: CF.COUNT {count}");
         let info = cf_info(&mut cc, k);
         let names: Vec<&str> = info.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "Size",
-                "Number of buckets",
-                "Number of filters",
-                "Number of items inserted",
-                "Number of items deleted",
-                "Bucket size",
-                "Expansion rate",
-                "Max iterations"
-            ],
-            "{k}: CF.INFO"
-        );
+        assert_eq!(names, CF_INFO_FIELDS, "{k}: CF.INFO");
         if n % 3 == 0 {
             assert!(info[2].1 > 1, "{k} grew: {info:?}");
             assert_eq!(info[3].1, list.len() as i64, "{k}: {info:?}");
@@ -705,16 +711,7 @@ fn every_cf_command_works_through_a_cluster_client_and_keys_route_by_slot() {
             assert_eq!(got, vec![k.clone()], "{}", common::show(&c));
         }
     }
-    assert!(
-        per_node.iter().all(|&n| n > 0),
-        "30 keys should spread over the 3 nodes: {per_node:?}"
-    );
-    let total: i64 = cluster
-        .nodes
-        .iter()
-        .map(|n| n.conn().q::<i64>(&cmd!("DBSIZE")))
-        .sum();
-    assert_eq!(total, keys.len() as i64);
+    cluster.assert_spread(&per_node, keys.len());
 
     // CF.SCANDUMP / CF.LOADCHUNK through the client copy filters across slots and nodes.
     let mut across = 0;
@@ -843,32 +840,10 @@ fn migrate_moves_cuckoo_filters_between_nodes_intact() {
         "the first filter grew: {:?}",
         before[0]
     );
-    let (src_id, dst_id) = (cluster.node_id(src), cluster.node_id(dst));
-    let mut s = cluster.nodes[src].conn();
-    cluster.nodes[dst]
-        .conn()
-        .ok(&cmd!("CLUSTER", "SETSLOT", slot, "IMPORTING", &src_id));
-    s.ok(&cmd!("CLUSTER", "SETSLOT", slot, "MIGRATING", &dst_id));
-    let keys: Vec<String> = s.q(&cmd!("CLUSTER", "GETKEYSINSLOT", slot, 100));
+    cluster.begin_migration(slot, src, dst);
+    let keys = cluster.finish_migration(slot, src, dst);
     assert_eq!(keys.len(), filters.len(), "{keys:?}");
-    let mut m = cmd!(
-        "MIGRATE",
-        "127.0.0.1",
-        cluster.nodes[dst].port(),
-        "",
-        0,
-        10_000,
-        "KEYS"
-    );
-    for k in &keys {
-        m.arg(k);
-    }
-    s.ok(&m);
-    for n in &cluster.nodes {
-        n.conn()
-            .ok(&cmd!("CLUSTER", "SETSLOT", slot, "NODE", &dst_id));
-    }
-    cluster.wait_ok();
+    let mut s = cluster.nodes[src].conn();
 
     // The same buckets on the target (digest), the same figures, every item found; gone from
     // the source, and still writable where they are now.

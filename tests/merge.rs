@@ -6,11 +6,9 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::{
-    bf_info, digest, items, key_exists, madd, mexists, redisbloom_path, scandump, used_memory,
-    wait_for_link, Exec, Server, Stop,
+    bf_info, digest, events, items, key_exists, madd, mexists, redisbloom_path, scandump,
+    used_memory, wait_for_link, Events, Exec, Server, Stop,
 };
 use redis::Value;
 
@@ -262,8 +260,7 @@ fn a_replica_and_an_aof_replay_end_with_the_same_merged_filters() {
     require_own_server!();
     let mut primary = Server::builder()
         .config("repl-diskless-sync-delay", "0")
-        .config("appendonly", "yes")
-        .config("aof-use-rdb-preamble", "no")
+        .command_aof()
         .start();
     let replica = Server::builder().replica_of(&primary).start();
     wait_for_link(&replica);
@@ -311,30 +308,15 @@ fn a_merge_sends_a_bf_merge_event_for_the_destination() {
     let s = Server::builder()
         .config("notify-keyspace-events", "gE")
         .start();
-    let sub: &'static mut redis::Connection = Box::leak(Box::new(s.conn()));
-    let mut ps = sub.as_pubsub();
-    ps.psubscribe("__keyevent@0__:bf.*").unwrap();
-    ps.set_read_timeout(Some(Duration::from_millis(300)))
-        .unwrap();
+    let mut ev = Events::subscribe(&s, "bf.*");
     let mut con = s.conn();
     con.ok(&cmd!("BF.RESERVE", "a", "0.01", 100));
     con.ok(&cmd!("BF.MERGE", "d", "a"));
     con.ok(&cmd!("BF.MERGE", "d", "d", "a"));
     // A refused merge sends nothing.
     con.err_text(&cmd!("BF.MERGE", "d", "missing"));
-    let mut got = Vec::new();
-    while let Ok(msg) = ps.get_message() {
-        let event = msg
-            .get_channel_name()
-            .trim_start_matches("__keyevent@0__:")
-            .to_string();
-        got.push((event, msg.get_payload::<String>().unwrap()));
-    }
-    let want: Vec<(String, String)> = [("bf.reserve", "a"), ("bf.merge", "d"), ("bf.merge", "d")]
-        .iter()
-        .map(|(e, k)| (e.to_string(), k.to_string()))
-        .collect();
-    assert_eq!(got, want);
+    let want = events(&[("bf.reserve", "a"), ("bf.merge", "d"), ("bf.merge", "d")]);
+    assert_eq!(ev.drain(), want);
 }
 
 #[test]

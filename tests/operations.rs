@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use common::{
-    config_get, error_of, items, key_exists, madd, mexists, scandump, text_of, wait_for_link,
-    wait_until, Exec, Server, Stop,
+    config_get, error_of, events, items, key_exists, madd, mexists, scandump, text_of,
+    wait_for_link, wait_until, Events, Exec, Server, Stop,
 };
 use redis::Value;
 
@@ -116,43 +116,6 @@ fn popcount(bytes: &[u8]) -> u64 {
 fn add_n(con: &mut redis::Connection, key: &str, prefix: &str, n: usize) -> usize {
     let all = items(prefix, n);
     madd(con, key, &all).iter().filter(|&&r| r == 1).count()
-}
-
-/// Messages on a pattern subscription to every `bf.*` keyspace event of db 0, collected until
-/// none arrives for a moment.
-struct Events {
-    // The subscription lives as long as this value; its connection is leaked (one per test).
-    ps: redis::PubSub<'static>,
-}
-
-impl Events {
-    fn subscribe(s: &Server) -> Events {
-        let con: &'static mut redis::Connection = Box::leak(Box::new(s.conn()));
-        let mut ps = con.as_pubsub();
-        ps.psubscribe("__keyevent@0__:bf.*").unwrap();
-        ps.set_read_timeout(Some(Duration::from_millis(300)))
-            .unwrap();
-        Events { ps }
-    }
-
-    /// `(event, key)` pairs received since the last call.
-    fn drain(&mut self) -> Vec<(String, String)> {
-        let mut out = Vec::new();
-        while let Ok(msg) = self.ps.get_message() {
-            let event = msg
-                .get_channel_name()
-                .trim_start_matches("__keyevent@0__:")
-                .to_string();
-            out.push((event, msg.get_payload::<String>().unwrap()));
-        }
-        out
-    }
-}
-
-fn events(list: &[(&str, &str)]) -> Vec<(String, String)> {
-    list.iter()
-        .map(|(e, k)| (e.to_string(), k.to_string()))
-        .collect()
 }
 
 // ---------------------------------------------------------------- settings
@@ -539,8 +502,7 @@ fn replicas_and_loading_apply_what_the_primary_accepted() {
     let mut primary = Server::builder()
         .module_args(&["bf-max-filter-memory", "1mb"])
         .config("repl-diskless-sync-delay", "0")
-        .config("appendonly", "yes")
-        .config("aof-use-rdb-preamble", "no")
+        .command_aof()
         .save("")
         .start();
     let mut p = primary.conn();
@@ -839,7 +801,7 @@ fn crossing_the_threshold_warns_once_per_layer_in_the_log_and_as_an_event() {
         .config("notify-keyspace-events", "gE")
         .start();
     let mut con = s.conn();
-    let mut ev = Events::subscribe(&s);
+    let mut ev = Events::subscribe(&s, "bf.*");
     con.ok(&cmd!("BF.RESERVE", "k", "0.01", 100, "EXPANSION", 2));
     assert_eq!(ev.drain(), events(&[("bf.reserve", "k")]));
     add_n(&mut con, "k", "a", 69);
@@ -912,7 +874,7 @@ fn a_batch_that_crosses_several_layers_warns_for_each() {
         .config("notify-keyspace-events", "gE")
         .start();
     let mut con = s.conn();
-    let mut ev = Events::subscribe(&s);
+    let mut ev = Events::subscribe(&s, "bf.*");
     // One BF.MADD: the first layer (100) fills, the second (200) passes 140.
     con.ok(&cmd!("BF.RESERVE", "k", "0.001", 100));
     ev.drain();
@@ -933,7 +895,7 @@ fn a_full_nonscaling_filter_emits_bf_full_and_counts_the_refusal() {
         .config("notify-keyspace-events", "gE")
         .start();
     let mut con = s.conn();
-    let mut ev = Events::subscribe(&s);
+    let mut ev = Events::subscribe(&s, "bf.*");
     con.ok(&cmd!("BF.RESERVE", "k", "0.01", 3, "NONSCALING"));
     let v = con.raw(&cmd!("BF.INSERT", "k", "ITEMS", "a", "b", "c", "d"));
     let Value::Array(xs) = v else { panic!() };
@@ -974,7 +936,7 @@ fn creations_emit_bf_reserve_and_changing_adds_emit_bf_add() {
         .config("notify-keyspace-events", "gE")
         .start();
     let mut con = s.conn();
-    let mut ev = Events::subscribe(&s);
+    let mut ev = Events::subscribe(&s, "bf.*");
     con.q::<i64>(&cmd!("BF.ADD", "a", "x"));
     con.q::<Vec<i64>>(&cmd!("BF.INSERT", "b", "ITEMS", "x"));
     con.q::<Vec<i64>>(&cmd!("BF.MADD", "a", "x"));
@@ -996,10 +958,7 @@ fn creations_emit_bf_reserve_and_changing_adds_emit_bf_add() {
 #[test]
 fn warnings_are_not_repeated_after_a_restart() {
     require_own_server!();
-    let mut s = Server::builder()
-        .config("appendonly", "yes")
-        .config("aof-use-rdb-preamble", "no")
-        .start();
+    let mut s = Server::builder().command_aof().start();
     let mut con = s.conn();
     con.ok(&cmd!("BF.RESERVE", "k", "0.01", 100));
     add_n(&mut con, "k", "a", 75);

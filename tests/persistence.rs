@@ -167,10 +167,7 @@ fn filters_survive_save_and_restart() {
 #[test]
 fn filters_survive_an_aof_rewrite_without_rdb_preamble_and_restart() {
     require_own_server!();
-    let mut s = Server::builder()
-        .config("appendonly", "yes")
-        .config("aof-use-rdb-preamble", "no")
-        .start();
+    let mut s = Server::builder().command_aof().start();
     let ks = s.keys("aof");
     let mut con = s.conn();
     common::wait_for_aof_rewrite(&mut con);

@@ -166,12 +166,9 @@ fn cases() -> Vec<Case> {
 #[test]
 fn numbers_and_their_errors_answer_as_redisbloom_answers() {
     require_own_server!();
-    let Some(oracle_module) = common::redisbloom_path() else {
-        eprintln!("skipped: RedisBloom's module is not there (scripts/servers.sh unpacks it)");
+    let Some((layerbloom, oracle)) = common::ours_and_redisbloom() else {
         return;
     };
-    let layerbloom = Server::start();
-    let oracle = Server::builder().module(&oracle_module).start();
     let (mut lb, mut rb) = (layerbloom.conn(), oracle.conn());
     let mut wrong = Vec::new();
     let cases = cases();

@@ -184,10 +184,7 @@ fn count(hay: &[u8], needle: &[u8]) -> usize {
 #[test]
 fn the_aof_rewrite_of_the_longest_chain_writes_one_chunk_per_layer_and_reloads() {
     require_own_server!();
-    let mut s = Server::builder()
-        .config("appendonly", "yes")
-        .config("aof-use-rdb-preamble", "no")
-        .start();
+    let mut s = Server::builder().command_aof().start();
     let mut con = s.conn();
     common::wait_for_aof_rewrite(&mut con);
     fill_longest_chain(&mut con, "chain");
@@ -219,10 +216,7 @@ fn resp_command(args: &[&[u8]]) -> Vec<u8> {
 #[test]
 fn a_filter_of_more_layers_than_the_cap_still_loads_from_the_aof_and_cannot_grow() {
     require_own_server!();
-    let mut s = Server::builder()
-        .config("appendonly", "yes")
-        .config("aof-use-rdb-preamble", "no")
-        .start();
+    let mut s = Server::builder().command_aof().start();
     let mut con = s.conn();
     con.ok(&cmd!("BF.RESERVE", "one", 0.01, 1, "EXPANSION", 1));
     let header = scandump(&mut con, "one")[0].1.clone();

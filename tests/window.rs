@@ -8,11 +8,9 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::{
     bf_info, digest, error_of, info_i64, scandump, test_clock_module_path, text_of,
-    wait_for_aof_rewrite, wait_for_link, Exec, Server, Stop,
+    wait_for_aof_rewrite, wait_for_link, Events, Exec, Server, Stop,
 };
 use redis::Value;
 
@@ -93,34 +91,6 @@ fn slice_items(con: &mut redis::Connection, key: &str) -> Vec<i64> {
 
 fn debug_lines(con: &mut redis::Connection, key: &str) -> Vec<String> {
     con.q(&cmd!("BF.DEBUG", key))
-}
-
-/// Keyspace events `bf.*` of database 0.
-struct Events {
-    ps: redis::PubSub<'static>,
-}
-
-impl Events {
-    fn subscribe(s: &Server) -> Events {
-        let con: &'static mut redis::Connection = Box::leak(Box::new(s.conn()));
-        let mut ps = con.as_pubsub();
-        ps.psubscribe("__keyevent@0__:bf.*").unwrap();
-        ps.set_read_timeout(Some(Duration::from_millis(300)))
-            .unwrap();
-        Events { ps }
-    }
-
-    fn drain(&mut self) -> Vec<String> {
-        let mut out = Vec::new();
-        while let Ok(msg) = self.ps.get_message() {
-            out.push(
-                msg.get_channel_name()
-                    .trim_start_matches("__keyevent@0__:")
-                    .to_string(),
-            );
-        }
-        out
-    }
 }
 
 // ---------------------------------------------------------------- creation and options
@@ -303,7 +273,7 @@ fn reads_answer_by_the_clock_and_writes_return_expired_memory_with_events() {
     require_own_server!();
     let s = builder().config("notify-keyspace-events", "gE").start();
     let mut con = s.conn();
-    let mut ev = Events::subscribe(&s);
+    let mut ev = Events::subscribe(&s, "bf.*");
     reserve(&mut con, "w", 100_000);
     let empty = memory_usage(&mut con, "w");
     let mut add = cmd!("BF.MADD", "w");
@@ -316,7 +286,7 @@ fn reads_answer_by_the_clock_and_writes_return_expired_memory_with_events() {
     let two_slices = memory_usage(&mut con, "w");
     assert!(two_slices > empty + 20_000, "{two_slices} vs {empty}");
     assert_eq!(slice_items(&mut con, "w"), [0, 0, 0, 5000, 1]);
-    ev.drain();
+    ev.drain_names();
     // Both slices leave the window: a read answers without them but writes nothing.
     advance(&mut con, (SLICES + 1) * SLICE);
     assert!(!exists(&mut con, "w", "old-1"));
@@ -329,7 +299,7 @@ fn reads_answer_by_the_clock_and_writes_return_expired_memory_with_events() {
         "a read frees nothing"
     );
     assert!(debug_lines(&mut con, "w")[1].starts_with("slice:0 "));
-    assert_eq!(ev.drain(), Vec::<String>::new());
+    assert_eq!(ev.drain_names(), Vec::<String>::new());
     // The next write drops them, one bf.expire each, and makes one new slice.
     assert_eq!(con.q::<i64>(&cmd!("BF.ADD", "w", "new")), 1);
     let one_slice = memory_usage(&mut con, "w");
@@ -337,14 +307,14 @@ fn reads_answer_by_the_clock_and_writes_return_expired_memory_with_events() {
         one_slice < two_slices - 10_000,
         "{one_slice} vs {two_slices}"
     );
-    assert_eq!(ev.drain(), ["bf.expire", "bf.expire", "bf.add"]);
+    assert_eq!(ev.drain_names(), ["bf.expire", "bf.expire", "bf.add"]);
     assert_eq!(info_i64(&mut con, "bf", "bf_window_slices_expired"), 2);
     assert_eq!(slice_items(&mut con, "w"), [0, 0, 0, 0, 1]);
     // An idle filter forgets at once on BF.WINDOWADVANCE, which is idempotent.
     advance(&mut con, 10 * SLICE);
     assert_eq!(con.q::<i64>(&cmd!("BF.WINDOWADVANCE", "w")), 1);
     assert_eq!(con.q::<i64>(&cmd!("BF.WINDOWADVANCE", "w")), 0);
-    assert_eq!(ev.drain(), ["bf.expire"]);
+    assert_eq!(ev.drain_names(), ["bf.expire"]);
     assert_eq!(memory_usage(&mut con, "w"), empty);
     assert_eq!(bf_info(&mut con, "w").filters, 0);
 }

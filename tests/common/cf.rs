@@ -171,6 +171,65 @@ pub fn reply_json(v: &Value) -> Json {
     }
 }
 
+/// `n` distinct items `<prefix>:<i>`.
+pub fn cf_items(prefix: &str, n: usize) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| format!("{prefix}:{i}").into_bytes())
+        .collect()
+}
+
+/// `CF.INSERT key ITEMS items...` in batches; the per-item replies.
+pub fn cf_insert(con: &mut redis::Connection, key: &str, items: &[Vec<u8>]) -> Vec<i64> {
+    let mut out = Vec::new();
+    for chunk in items.chunks(500) {
+        let mut c = crate::cmd!("CF.INSERT", key, "ITEMS");
+        for i in chunk {
+            c.arg(i.as_slice());
+        }
+        out.extend(con.q::<Vec<i64>>(&c));
+    }
+    out
+}
+
+/// `CF.INFO key`'s field names, in RedisBloom's order.
+pub const CF_INFO_FIELDS: [&str; 8] = [
+    "Size",
+    "Number of buckets",
+    "Number of filters",
+    "Number of items inserted",
+    "Number of items deleted",
+    "Bucket size",
+    "Expansion rate",
+    "Max iterations",
+];
+
+/// `CF.INFO key`'s fields, by name.
+pub fn cf_info(con: &mut redis::Connection, key: &str) -> Vec<(String, i64)> {
+    let flat: Vec<Value> = con.q(&crate::cmd!("CF.INFO", key));
+    cf_info_pairs(&flat)
+}
+
+/// A `CF.INFO` reply's flat name-value list as `(name, value)` pairs.
+pub fn cf_info_pairs(flat: &[Value]) -> Vec<(String, i64)> {
+    flat.chunks(2)
+        .map(|p| {
+            (
+                redis::from_redis_value(p[0].clone()).unwrap(),
+                redis::from_redis_value(p[1].clone()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// One field of `CF.INFO key`.
+pub fn cf_field(con: &mut redis::Connection, key: &str, name: &str) -> i64 {
+    cf_info(con, key)
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("no {name} in CF.INFO"))
+        .1
+}
+
 /// The whole `CF.SCANDUMP` stream of a key: `(iterator, data)` until `(0, None)` (included).
 pub fn cf_scandump(con: &mut redis::Connection, key: &str) -> Vec<(i64, Option<Vec<u8>>)> {
     let mut out = Vec::new();

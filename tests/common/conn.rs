@@ -187,3 +187,53 @@ pub fn info_i64(con: &mut redis::Connection, section: &str, field: &str) -> i64 
         .parse()
         .unwrap_or_else(|e| panic!("INFO {section} {field}: {e}"))
 }
+
+/// Messages on a pattern subscription to keyspace events of db 0, collected until none arrives
+/// for a moment.
+pub struct Events {
+    // The subscription lives as long as this value; its connection is leaked (one per test).
+    ps: redis::PubSub<'static>,
+}
+
+impl Events {
+    /// Subscribes to the events `pattern` matches (`bf.*`: every `bf.` event).
+    pub fn subscribe(s: &Server, pattern: &str) -> Events {
+        let con: &'static mut redis::Connection = Box::leak(Box::new(s.conn()));
+        let mut ps = con.as_pubsub();
+        ps.psubscribe(format!("__keyevent@0__:{pattern}")).unwrap();
+        ps.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        Events { ps }
+    }
+
+    /// `(event, key)` pairs received since the last call.
+    pub fn drain(&mut self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        while let Ok(msg) = self.ps.get_message() {
+            out.push((event_name(&msg), msg.get_payload::<String>().unwrap()));
+        }
+        out
+    }
+
+    /// The events received since the last call, without their keys.
+    pub fn drain_names(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Ok(msg) = self.ps.get_message() {
+            out.push(event_name(&msg));
+        }
+        out
+    }
+}
+
+fn event_name(msg: &redis::Msg) -> String {
+    msg.get_channel_name()
+        .trim_start_matches("__keyevent@0__:")
+        .to_string()
+}
+
+/// `(event, key)` pairs as `Events::drain` returns them.
+pub fn events(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(e, k)| (e.to_string(), k.to_string()))
+        .collect()
+}

@@ -91,6 +91,13 @@ impl Builder {
         self
     }
 
+    /// An AOF of commands alone (`appendonly yes`, no RDB preamble): a rewrite writes each
+    /// value as the commands that rebuild it.
+    pub fn command_aof(self) -> Self {
+        self.config("appendonly", "yes")
+            .config("aof-use-rdb-preamble", "no")
+    }
+
     /// The `replicaof` directive: a replica of `primary` (one of the test's own servers).
     pub fn replica_of(self, primary: &Server) -> Self {
         self.config("replicaof", &format!("127.0.0.1 {}", primary.port()))
@@ -252,6 +259,16 @@ impl Drop for Server {
             }
         }
     }
+}
+
+/// A layerbloom server and a RedisBloom one (the oracle), or `None`, said on stderr, when
+/// RedisBloom's module is not available: the caller skips.
+pub fn ours_and_redisbloom() -> Option<(Server, Server)> {
+    let Some(path) = super::kind::redisbloom_path() else {
+        eprintln!("skipped: RedisBloom's module is not available");
+        return None;
+    };
+    Some((Server::start(), Server::builder().module(&path).start()))
 }
 
 /// The newest AOF file of a type (`b` base, `i` incremental) the manifest in a server's dir
