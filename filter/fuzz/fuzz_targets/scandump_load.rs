@@ -10,7 +10,7 @@
 #![no_main]
 
 use layerbloom_filter::bloom::codec;
-use layerbloom_fuzz::{exercise, Input};
+use layerbloom_fuzz::{exercise, Input, LayerRanges};
 use libfuzzer_sys::fuzz_target;
 
 /// The memory limit for the filters a header creates here: small, so each input runs fast.
@@ -39,44 +39,11 @@ fuzz_target!(|data: &[u8]| {
         .layer_bytes()
         .iter()
         .all(|b| b.iter().all(|&x| x == 0)));
-    let total: u64 = lengths.iter().sum();
-    // Byte ranges of the layers in the concatenation SCANDUMP numbers.
-    let mut ranges = Vec::new();
-    let mut start = 0u64;
-    for &l in &lengths {
-        ranges.push((start, start + l));
-        start += l;
-    }
+    let ranges = LayerRanges::new(lengths.iter().copied());
+    let total = ranges.total;
     let small = total <= 1 << 16;
-    while let Some(tag) = input.u8() {
-        let Some(chunk) = input.bytes16() else {
-            break;
-        };
-        let it = if tag & 1 == 0 {
-            let Some(off) = input.u32() else { break };
-            let off = u64::from(off) % (total + 2);
-            (1 + off + chunk.len() as u64) as i64
-        } else {
-            let Some(raw) = input.u64() else { break };
-            raw as i64
-        };
-        let offset = u64::try_from(it)
-            .ok()
-            .and_then(|i| i.checked_sub(1))
-            .and_then(|e| e.checked_sub(chunk.len() as u64));
-        let target = offset.and_then(|off| {
-            ranges
-                .iter()
-                .position(|&(a, b)| off >= a && off + chunk.len() as u64 <= b)
-                .map(|i| (i, (off - ranges[i].0) as usize))
-        });
-        // An empty chunk at any offset inside the filter writes nothing and is accepted, as
-        // RedisBloom accepts it.
-        let fits = if chunk.is_empty() {
-            offset.is_some_and(|off| off < total)
-        } else {
-            target.is_some()
-        };
+    while let Some((it, chunk)) = input.bloom_chunk(total) {
+        let (target, fits) = ranges.place(it, chunk.len());
         let before = small.then(|| filter.clone());
         let old_bytes = target
             .map(|(i, within)| filter.layer_bytes()[i][within..within + chunk.len()].to_vec());

@@ -12,7 +12,7 @@ use layerbloom_filter::format::Strictness;
 use layerbloom_filter::window::codec;
 use layerbloom_filter::WindowedFilter;
 use layerbloom_fuzz::window::exercise;
-use layerbloom_fuzz::Input;
+use layerbloom_fuzz::{Input, LayerRanges};
 use libfuzzer_sys::fuzz_target;
 
 const LOAD_LIMIT: u64 = 1 << 20;
@@ -39,42 +39,11 @@ fuzz_target!(|data: &[u8]| {
     let layers = layer_bytes(&filter);
     assert_eq!(layers.len(), header.layer_count());
     assert!(layers.iter().all(|l| l.iter().all(|&b| b == 0)));
-    let mut ranges = Vec::new();
-    let mut start = 0u64;
-    for l in &layers {
-        ranges.push((start, start + l.len() as u64));
-        start += l.len() as u64;
-    }
-    let total = start;
+    let ranges = LayerRanges::new(layers.iter().map(|l| l.len() as u64));
+    let total = ranges.total;
     assert_eq!(total, header.bits_bytes());
-    while let Some(tag) = input.u8() {
-        let Some(chunk) = input.bytes16() else {
-            break;
-        };
-        let it = if tag & 1 == 0 {
-            let Some(off) = input.u32() else { break };
-            let off = u64::from(off) % (total + 2);
-            (1 + off + chunk.len() as u64) as i64
-        } else {
-            let Some(raw) = input.u64() else { break };
-            raw as i64
-        };
-        let len = chunk.len() as u64;
-        let offset = u64::try_from(it)
-            .ok()
-            .and_then(|i| i.checked_sub(1))
-            .and_then(|e| e.checked_sub(len));
-        let target = offset.and_then(|off| {
-            ranges
-                .iter()
-                .position(|&(a, b)| off >= a && off + len <= b)
-                .map(|i| (i, (off - ranges[i].0) as usize))
-        });
-        let fits = if chunk.is_empty() {
-            offset.is_some_and(|off| off < total)
-        } else {
-            target.is_some()
-        };
+    while let Some((it, chunk)) = input.bloom_chunk(total) {
+        let (target, fits) = ranges.place(it, chunk.len());
         let before = filter.clone();
         match codec::load_chunk(&mut filter, it, chunk) {
             Ok(()) => {

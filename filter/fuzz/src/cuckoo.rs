@@ -241,19 +241,29 @@ pub fn scandump_round_trip(f: &CuckooFilter) {
                 continue;
             }
         };
-        for reverse in [false, true] {
-            let mut r = rebuilt.clone();
-            let order: Vec<&Chunk> = if reverse {
-                chunks.iter().rev().collect()
-            } else {
-                chunks.iter().collect()
-            };
-            for (it, data) in order {
-                codec::load_chunk(&mut r, *it, data)
-                    .unwrap_or_else(|e| panic!("a filter's own chunk at {it}: {e}"));
-            }
-            assert_eq!(&r, f, "SCANDUMP + LOADCHUNK round trip");
+        load_both_ways(f, &rebuilt, &chunks, codec::load_chunk);
+    }
+}
+
+/// LOADCHUNK of a filter's own `chunks` into copies of `rebuilt` (its header's filter), in
+/// order and in reverse: each copy ends as `f`.
+pub fn load_both_ways<F: Clone + PartialEq + std::fmt::Debug>(
+    f: &F,
+    rebuilt: &F,
+    chunks: &[Chunk],
+    load: impl Fn(&mut F, u64, &[u8]) -> Result<(), CodecError>,
+) {
+    for reverse in [false, true] {
+        let mut r = rebuilt.clone();
+        let order: Vec<&Chunk> = if reverse {
+            chunks.iter().rev().collect()
+        } else {
+            chunks.iter().collect()
+        };
+        for (it, data) in order {
+            load(&mut r, *it, data).unwrap_or_else(|e| panic!("a filter's own chunk at {it}: {e}"));
         }
+        assert_eq!(&r, f, "SCANDUMP + LOADCHUNK round trip");
     }
 }
 

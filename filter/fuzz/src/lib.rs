@@ -114,6 +114,90 @@ impl<'a> Input<'a> {
         let n = n.min(self.bytes.len());
         self.take(n)
     }
+
+    /// A `BF.LOADCHUNK` of the LOADCHUNK targets, as `(iterator, data)`: a tag byte,
+    /// `u16 len, data`, and either a `u32` offset (even tag: iterator `1 + offset + len`, the
+    /// offset aimed at the `total` bytes of the layers) or a raw `i64` iterator (odd tag).
+    pub fn bloom_chunk(&mut self, total: u64) -> Option<(i64, &'a [u8])> {
+        let tag = self.u8()?;
+        let chunk = self.bytes16()?;
+        let it = if tag & 1 == 0 {
+            let off = u64::from(self.u32()?) % (total + 2);
+            (1 + off + chunk.len() as u64) as i64
+        } else {
+            self.u64()? as i64
+        };
+        Some((it, chunk))
+    }
+}
+
+/// The byte ranges of a Bloom filter's layers in the concatenation SCANDUMP numbers: the
+/// model the LOADCHUNK targets check each chunk against.
+pub struct LayerRanges {
+    ranges: Vec<(u64, u64)>,
+    /// The layers' bytes in all.
+    pub total: u64,
+}
+
+impl LayerRanges {
+    pub fn new(lengths: impl IntoIterator<Item = u64>) -> Self {
+        let mut ranges = Vec::new();
+        let mut start = 0u64;
+        for l in lengths {
+            ranges.push((start, start + l));
+            start += l;
+        }
+        LayerRanges {
+            ranges,
+            total: start,
+        }
+    }
+
+    /// Where a chunk of `len` bytes at iterator `it` lands (its layer, and its offset there)
+    /// when it lies inside one layer, and whether LOADCHUNK must accept it: an empty chunk at
+    /// any offset inside the filter writes nothing and is accepted, as RedisBloom accepts it.
+    pub fn place(&self, it: i64, len: usize) -> (Option<(usize, usize)>, bool) {
+        let len = len as u64;
+        let offset = u64::try_from(it)
+            .ok()
+            .and_then(|i| i.checked_sub(1))
+            .and_then(|e| e.checked_sub(len));
+        let target = offset.and_then(|off| {
+            self.ranges
+                .iter()
+                .position(|&(a, b)| off >= a && off + len <= b)
+                .map(|i| (i, (off - self.ranges[i].0) as usize))
+        });
+        let fits = if len == 0 {
+            offset.is_some_and(|off| off < self.total)
+        } else {
+            target.is_some()
+        };
+        (target, fits)
+    }
+}
+
+/// Every `(iterator, data)` chunk of a Bloom SCANDUMP walk that `dump_chunk` answers, checked
+/// as it goes: non-empty chunks of at most `MAX_CHUNK_BYTES`, exact iterators, at most
+/// `bound` of them.
+pub fn bloom_chunks<'f>(
+    mut dump_chunk: impl FnMut(i64) -> (i64, &'f [u8]),
+    bound: usize,
+) -> Vec<(i64, &'f [u8])> {
+    let mut chunks = Vec::new();
+    let mut it = 1i64;
+    loop {
+        let (next, data) = dump_chunk(it);
+        if next == 0 {
+            assert!(data.is_empty());
+            return chunks;
+        }
+        assert!(!data.is_empty() && data.len() <= MAX_CHUNK_BYTES);
+        assert_eq!(next - it, data.len() as i64, "iterator arithmetic");
+        chunks.push((next, data));
+        assert!(chunks.len() <= bound, "SCANDUMP does not end");
+        it = next;
+    }
 }
 
 /// Every check an accepted filter must pass. `seed` varies the items added.
@@ -167,20 +251,7 @@ pub fn round_trips(filter: &ScalableFilter) {
         .iter()
         .map(|l| l / MAX_CHUNK_BYTES + 1)
         .sum::<usize>();
-    let mut chunks = Vec::new();
-    let mut it = 1i64;
-    loop {
-        let (next, data) = codec::dump_chunk(filter, it);
-        if next == 0 {
-            assert!(data.is_empty());
-            break;
-        }
-        assert!(!data.is_empty() && data.len() <= MAX_CHUNK_BYTES);
-        assert_eq!(next - it, data.len() as i64, "iterator arithmetic");
-        chunks.push((next, data.to_vec()));
-        assert!(chunks.len() <= bound, "SCANDUMP does not end");
-        it = next;
-    }
+    let chunks = bloom_chunks(|it| codec::dump_chunk(filter, it), bound);
     assert_eq!(
         chunks.iter().map(|(_, d)| d.len()).sum::<usize>(),
         lengths.iter().sum::<usize>()

@@ -1,7 +1,7 @@
 //! What the windowed targets share: the checks every windowed filter a decoder accepts must
 //! pass, and the writer of their seeds.
 
-use layerbloom_filter::format::{Strictness, MAX_CHUNK_BYTES};
+use layerbloom_filter::format::Strictness;
 use layerbloom_filter::window::codec;
 use layerbloom_filter::WindowedFilter;
 
@@ -66,19 +66,10 @@ pub fn round_trips(filter: &WindowedFilter) {
     let (h, _) = codec::decode_header(&header, Strictness::Rdb).expect("its own header");
     assert_eq!(h.memory_bytes(), filter.memory_usage());
     let mut rebuilt = codec::filter_from_header(&h, u64::MAX).expect("its own header");
-    let mut it = 1i64;
     let mut total = 0u64;
-    loop {
-        let (next, data) = codec::dump_chunk(filter, it);
-        if next == 0 {
-            assert!(data.is_empty());
-            break;
-        }
-        assert!(!data.is_empty() && data.len() <= MAX_CHUNK_BYTES);
-        assert_eq!(next - it, data.len() as i64, "iterator arithmetic");
-        codec::load_chunk(&mut rebuilt, next, data).expect("its own chunk");
+    for (it, data) in crate::bloom_chunks(|it| codec::dump_chunk(filter, it), usize::MAX) {
+        codec::load_chunk(&mut rebuilt, it, data).expect("its own chunk");
         total += data.len() as u64;
-        it = next;
     }
     assert_eq!(total, h.bits_bytes());
     assert_eq!(&rebuilt, filter, "SCANDUMP + LOADCHUNK round trip");
