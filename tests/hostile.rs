@@ -707,7 +707,8 @@ fn header_mutations(layers: usize) -> Vec<Mutation> {
                 let total = get_u64(h, ITEMS) - old + 1;
                 put(h, ITEMS, &total.to_le_bytes());
             }),
-            mutation(&format!("layer {i} items > capacity"), Invalid, move |h| {
+            // What a BF.MERGE union holds: it must load.
+            mutation(&format!("layer {i} items > capacity"), Either, move |h| {
                 let cap = get_u64(h, at(L_CAPACITY));
                 let old = get_u64(h, at(L_ITEMS));
                 put(h, at(L_ITEMS), &(cap + 1).to_le_bytes());

@@ -438,3 +438,34 @@ fn a_merged_classic_filter_loads_into_redisbloom_and_answers_the_same() {
     );
     assert_union_holds(&mut theirs, "u", &sets);
 }
+
+/// A union's layer may hold more items than it was sized for (each source filled it): such a
+/// filter reloads from the RDB and copies through BF.SCANDUMP / BF.LOADCHUNK exactly.
+#[test]
+fn a_union_fuller_than_its_layers_reloads_and_copies_exactly() {
+    require_own_server!();
+    for layout in ["blocked", "classic"] {
+        let s = Server::start();
+        let mut con = s.conn();
+        con.ok(&cmd!("CONFIG", "SET", "bf.bf-layout", layout));
+        con.ok(&cmd!("BF.RESERVE", "a", "0.01", 100));
+        con.ok(&cmd!("BF.RESERVE", "b", "0.01", 100));
+        madd(&mut con, "a", &items("a", 90));
+        madd(&mut con, "b", &items("b", 90));
+        con.ok(&cmd!("BF.MERGE", "u", "a", "b"));
+        let info = bf_info(&mut con, "u");
+        assert_eq!(info.filters, 1, "{layout}");
+        assert!(info.items > info.capacity, "{layout}: {info:?}");
+        let want = digest(&mut con, "u");
+        con.ok(&cmd!("DEBUG", "RELOAD"));
+        assert_eq!(digest(&mut con, "u"), want, "{layout}: after DEBUG RELOAD");
+        let chunks = scandump(&mut con, "u");
+        common::loadchunks(&mut con, "copy", &chunks);
+        assert_eq!(digest(&mut con, "copy"), want, "{layout}: a SCANDUMP copy");
+        assert_eq!(
+            bf_info(&mut con, "copy"),
+            bf_info(&mut con, "u"),
+            "{layout}"
+        );
+    }
+}

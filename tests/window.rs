@@ -737,3 +737,261 @@ fn con_madd(con: &mut redis::Connection, key: &str, items: &[&str]) {
     }
     con.q::<Vec<i64>>(&c);
 }
+
+// ---------------------------------------------------------------- BF.MERGE
+
+fn madd_tagged(con: &mut redis::Connection, key: &str, tag: &str, n: usize) -> Vec<String> {
+    let items: Vec<String> = (0..n).map(|i| format!("{tag}-{i}")).collect();
+    let strs: Vec<&str> = items.iter().map(String::as_str).collect();
+    con_madd(con, key, &strs);
+    items
+}
+
+fn count_present(con: &mut redis::Connection, key: &str, items: &[String]) -> usize {
+    let mut c = cmd!("BF.MEXISTS", key);
+    for i in items {
+        c.arg(i.as_str());
+    }
+    con.q::<Vec<i64>>(&c).iter().filter(|&&f| f == 1).count()
+}
+
+/// Two windows of one spec and origin (`b` a copy of `a` made empty), with items in several
+/// slices: `a` in slices 0 and 1, `b` in slices 1 and 4. The clock is left in slice 5, where
+/// `a`'s slice 0 has expired but is still held. Returns the items of the live slices (a's and
+/// b's of slice 1, then b's of slice 4), and those of the expired one.
+fn two_windows(con: &mut redis::Connection) -> (Vec<String>, Vec<String>) {
+    reserve(con, "a", 4000);
+    assert_eq!(con.q::<i64>(&cmd!("COPY", "a", "b")), 1);
+    let expired = madd_tagged(con, "a", "a0", 300);
+    advance(con, SLICE);
+    let mut live = madd_tagged(con, "a", "a1", 300);
+    live.extend(madd_tagged(con, "b", "b1", 300));
+    advance(con, 3 * SLICE);
+    live.extend(madd_tagged(con, "b", "b4", 1500));
+    advance(con, SLICE);
+    (live, expired)
+}
+
+#[test]
+fn merging_windows_keeps_every_live_item_and_no_expired_slice() {
+    require_own_server!();
+    let s = builder().config("notify-keyspace-events", "gE").start();
+    let mut con = s.conn();
+    let mut ev = Events::subscribe(&s);
+    let (live, expired) = two_windows(&mut con);
+    ev.drain();
+    con.ok(&cmd!("BF.MERGE", "u", "a", "b"));
+    assert_eq!(con.q::<String>(&cmd!("TYPE", "u")), "LBbloomW-");
+    assert_eq!(
+        count_present(&mut con, "u", &live),
+        live.len(),
+        "a false negative"
+    );
+    assert!(
+        count_present(&mut con, "u", &expired) < 10,
+        "an expired slice came back"
+    );
+    // The sources were advanced first (a dropped its slice 0: one bf.expire), then merged.
+    assert_eq!(ev.drain(), ["bf.expire", "bf.merge"]);
+    assert!(debug_lines(&mut con, "a")[0].ends_with(" head:5"));
+    assert!(debug_lines(&mut con, "a")[1].starts_with("slice:1 "));
+    assert_eq!(
+        count_present(&mut con, "a", &live[..300]),
+        300,
+        "a kept its items"
+    );
+    // The union's slices: the window's 1 (a's and b's) and 4 (b's); it expires as they do.
+    let lines = debug_lines(&mut con, "u");
+    let slices: Vec<&String> = lines.iter().filter(|l| l.starts_with("slice:")).collect();
+    assert_eq!(slices.len(), 2, "{lines:?}");
+    // Slice 1's count is the estimate of a union (600 distinct items), slice 4's b's own.
+    let counts = slice_items(&mut con, "u");
+    assert!((580..=600).contains(&counts[0]), "{counts:?}");
+    assert_eq!(counts[1..], [0, 0, slice_items(&mut con, "b")[3], 0]);
+    let (ua, ub, uu) = (
+        memory_usage(&mut con, "a"),
+        memory_usage(&mut con, "b"),
+        memory_usage(&mut con, "u"),
+    );
+    assert!(ua.max(ub) <= uu && uu <= ua + ub, "{ua} {ub} {uu}");
+    // It survives a reload exactly.
+    let want = digest(&mut con, "u");
+    con.ok(&cmd!("DEBUG", "RELOAD"));
+    assert_eq!(digest(&mut con, "u"), want);
+    advance(&mut con, SLICE);
+    assert!(
+        count_present(&mut con, "u", &live[..600]) < 10,
+        "slice 1 left the window"
+    );
+    assert_eq!(count_present(&mut con, "u", &live[600..]), 1500);
+    // The destination may be a source; merging a window with itself changes nothing but
+    // what it would expire anyway.
+    assert_eq!(con.q::<i64>(&cmd!("BF.WINDOWADVANCE", "b")), 1);
+    let before = digest(&mut con, "b");
+    con.ok(&cmd!("BF.MERGE", "b", "b"));
+    assert_eq!(digest(&mut con, "b"), before);
+    // a's only slice has left the window: it adds nothing.
+    let card: i64 = con.q(&cmd!("BF.CARD", "b"));
+    con.ok(&cmd!("BF.MERGE", "b", "a", "b"));
+    assert_eq!(count_present(&mut con, "b", &live[600..]), 1500);
+    assert_eq!(con.q::<i64>(&cmd!("BF.CARD", "b")), card);
+    assert_eq!(digest(&mut con, "b"), before);
+    // A destination of the other kind is replaced, as any filter.
+    con.ok(&cmd!("BF.RESERVE", "plain", "0.01", 100));
+    con.ok(&cmd!("BF.MERGE", "plain", "u"));
+    assert_eq!(con.q::<String>(&cmd!("TYPE", "plain")), "LBbloomW-");
+    assert_eq!(digest(&mut con, "plain"), digest(&mut con, "u"));
+    con.ok(&cmd!("BF.RESERVE", "p2", "0.01", 100));
+    con.ok(&cmd!("BF.MERGE", "u", "p2"));
+    assert_eq!(con.q::<String>(&cmd!("TYPE", "u")), "MBbloom--");
+    assert_eq!(info_i64(&mut con, "bf", "bf_windowed_filters"), 3);
+}
+
+#[test]
+fn refused_window_merges_create_and_change_nothing() {
+    require_own_server!();
+    let s = server();
+    let mut con = s.conn();
+    reserve(&mut con, "a", 200_000);
+    con_madd(&mut con, "a", &["x"]);
+    con.ok(&cmd!("BF.RESERVE", "plain", "0.01", 1000));
+    con.ok(&cmd!(
+        "BF.RESERVE",
+        "long",
+        "0.01",
+        200_000,
+        "WINDOW",
+        2 * WINDOW,
+        "SLICES",
+        4
+    ));
+    con.ok(&cmd!(
+        "BF.RESERVE",
+        "few",
+        "0.01",
+        200_000,
+        "WINDOW",
+        WINDOW,
+        "SLICES",
+        2
+    ));
+    con.ok(&cmd!(
+        "BF.RESERVE",
+        "rate",
+        "0.001",
+        200_000,
+        "WINDOW",
+        WINDOW,
+        "SLICES",
+        4
+    ));
+    // Half a slice later: boundaries that cannot line up.
+    advance(&mut con, SLICE / 2);
+    reserve(&mut con, "off", 200_000);
+    reserve(&mut con, "dest", 200_000);
+    con_madd(&mut con, "dest", &["d"]);
+    // Every source is due for an advance: a refusal must not make it. `off` gets a live
+    // slice, too large for the limit below.
+    advance(&mut con, 5 * SLICE);
+    con_madd(&mut con, "off", &["y"]);
+    let watched = ["a", "dest", "off"];
+    let before: Vec<String> = watched.iter().map(|k| digest(&mut con, k)).collect();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["a", "plain"],
+            "ERR incompatible filters: source 2 has no window, source 1 has a window of \
+             4000000 ms",
+        ),
+        (
+            &["plain", "a"],
+            "ERR incompatible filters: source 2 has a window of 4000000 ms, source 1 has none",
+        ),
+        (
+            &["a", "a", "long"],
+            "ERR incompatible filters: source 3 has a window of 8000000 ms, source 1 of \
+             4000000 ms",
+        ),
+        (
+            &["a", "few"],
+            "ERR incompatible filters: source 2 has 2 slices, source 1 has 4 slices",
+        ),
+        (
+            &["a", "rate"],
+            "ERR incompatible filters: source 2 has error rate 0.001, source 1 has error rate \
+             0.01",
+        ),
+        (&["a", "missing"], "ERR not found"),
+    ];
+    for (sources, error) in cases {
+        for dest in ["dest", "new"] {
+            let mut c = cmd!("BF.MERGE", dest);
+            for src in *sources {
+                c.arg(*src);
+            }
+            assert_eq!(con.err_text(&c), *error, "BF.MERGE {dest} {sources:?}");
+        }
+    }
+    let e = con.err_text(&cmd!("BF.MERGE", "new", "a", "off"));
+    assert!(
+        e.starts_with(
+            "ERR incompatible filters: the slices of source 2 do not line up with those of \
+             source 1: their windows began "
+        ) && e.ends_with(" ms apart, not a whole number of slices of 1000000 ms"),
+        "{e}"
+    );
+    // Over the per-filter limit.
+    let size = bf_info(&mut con, "off").size;
+    con.ok(&cmd!("CONFIG", "SET", "bf.bf-max-filter-memory", size / 2));
+    let e = con.err_text(&cmd!("BF.MERGE", "new", "off"));
+    assert!(
+        e.starts_with("ERR the merged filter would need ") && e.contains("bf-max-filter-memory"),
+        "{e}"
+    );
+    assert_eq!(con.err_text(&cmd!("BF.MERGE", "dest", "off")), e);
+    let after: Vec<String> = watched.iter().map(|k| digest(&mut con, k)).collect();
+    assert_eq!(after, before, "a refused merge changed a key");
+    assert!(
+        debug_lines(&mut con, "a")[0].ends_with(" head:0"),
+        "not advanced"
+    );
+    assert_eq!(
+        con.q::<i64>(&cmd!("EXISTS", "new")),
+        0,
+        "a refused merge created its key"
+    );
+}
+
+#[test]
+fn a_replica_and_an_aof_replay_merge_the_same_slices_after_expiries() {
+    require_own_server!();
+    let mut p = builder()
+        .config("repl-diskless-sync-delay", "0")
+        .config("appendonly", "yes")
+        .config("aof-use-rdb-preamble", "no")
+        .start();
+    let r = builder().replica_of(&p).start();
+    wait_for_link(&r);
+    let mut pc = p.conn();
+    let mut rc = r.conn();
+    wait_for_aof_rewrite(&mut pc);
+    // The replica's clock is far ahead: it must not matter.
+    advance(&mut rc, 100 * SLICE);
+    let (live, _) = two_windows(&mut pc);
+    // The merge needs a's slice 0 expired first; the destination is also a source.
+    pc.ok(&cmd!("BF.MERGE", "u", "a", "b"));
+    advance(&mut pc, SLICE);
+    pc.ok(&cmd!("BF.MERGE", "b", "b", "a"));
+    assert_eq!(count_present(&mut pc, "b", &live[600..]), 1500);
+    assert_eq!(pc.q::<i64>(&cmd!("WAIT", 1, 5000)), 1);
+    let keys = ["a", "b", "u"];
+    let want: Vec<String> = keys.iter().map(|k| digest(&mut pc, k)).collect();
+    let got: Vec<String> = keys.iter().map(|k| digest(&mut rc, k)).collect();
+    assert_eq!(got, want, "the replica");
+    assert_eq!(count_present(&mut rc, "u", &live), live.len());
+    let dataset: String = pc.q(&cmd!("DEBUG", "DIGEST"));
+    p.restart(Stop::Kill);
+    let mut pc = p.conn();
+    let replayed: Vec<String> = keys.iter().map(|k| digest(&mut pc, k)).collect();
+    assert_eq!(replayed, want, "after AOF replay");
+    assert_eq!(pc.q::<String>(&cmd!("DEBUG", "DIGEST")), dataset);
+}

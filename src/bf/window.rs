@@ -152,6 +152,17 @@ pub fn expire_due(ctx: &Context, key: &RedisString, filter: &mut WindowedFilter)
     }
 }
 
+/// `expire_due` by a time the caller read once (a command that decided by it must advance by
+/// it: the clock may pass a slice boundary between two reads). Returns the slices dropped.
+pub fn expire_at(
+    ctx: &Context,
+    key: &RedisString,
+    filter: &mut WindowedFilter,
+    now_ms: u64,
+) -> u32 {
+    advance_to(ctx, key, filter, filter.slice_of(now_ms))
+}
+
 /// Moves `filter` to slice `current` if that changes anything: frees what left the window,
 /// replicates `BF.WINDOWADVANCE key current` and raises `bf.expire` per slice dropped.
 fn advance_to(ctx: &Context, key: &RedisString, filter: &mut WindowedFilter, current: u64) -> u32 {

@@ -328,8 +328,10 @@ pub fn decode_blocked_header(
             blocks_per_item,
             hashes_per_block,
         };
-        if capacity == 0 || layer_items > capacity {
-            return Err(CodecError::BadData("layer item count exceeds its capacity"));
+        // No bound on the count against the capacity: a union (BF.MERGE) holds every
+        // source's items in a layer, more than it was sized for, and must load back.
+        if capacity == 0 {
+            return Err(CodecError::BadData("a layer has no capacity"));
         }
         if !is_rate(layer_error) {
             return Err(CodecError::BadData("layer error rate out of range"));

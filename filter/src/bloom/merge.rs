@@ -28,9 +28,11 @@
 //! the sum of its layers' counts, as RedisBloom's `BF.LOADCHUNK` header check requires.
 //!
 //! # For filters made of several chains
-//! A structure holding several chains (a time-windowed filter's slices) merges chain by chain:
-//! `ScalableFilter::mismatch` per pair, `ScalableFilter::union_bytes` summed to check a memory
-//! limit once, then `ScalableFilter::union` of each.
+//! A structure holding several chains (a time-windowed filter's slices, `window::merge`)
+//! merges chain by chain: `ScalableFilter::mismatch` per pair, `ScalableFilter::union_bytes`
+//! summed to check a memory limit once, then `ScalableFilter::union` of each. Its own
+//! differences (the window, the slices, their alignment) are `Mismatch` variants too, so every
+//! refusal reads alike.
 
 use std::fmt;
 
@@ -119,6 +121,25 @@ pub enum Mismatch {
     Capacity { first: u64, this: u64 },
     /// Layer `layer` (0-based) of both has another plan although the parameters agree.
     Layer { layer: usize, what: LayerDifference },
+    /// The time window in milliseconds (`None`: a plain filter, without one).
+    Window {
+        first: Option<u64>,
+        this: Option<u64>,
+    },
+    /// The slices a window is cut into.
+    Slices { first: u32, this: u32 },
+    /// Windows whose slices begin at other times: their origins are `apart_ms` apart, not a
+    /// whole number of `slice_ms` slices.
+    Misaligned { apart_ms: u64, slice_ms: u64 },
+    /// Windows so far apart in time that one filter cannot number both's slices.
+    TooFarApart,
+    /// The slices of two windows that start together (at `start_ms`) differ as `what` says;
+    /// `first` is the other source (0-based), which `what`'s text calls the first.
+    Slice {
+        start_ms: u64,
+        first: usize,
+        what: Box<Mismatch>,
+    },
 }
 
 /// What differs between two layers at the same place.
@@ -155,44 +176,45 @@ fn expansion_text(expansion: u32) -> String {
 }
 
 impl Mismatch {
-    /// The sentence saying how source `this` (1-based) differs from source 1.
-    fn describe(&self, f: &mut fmt::Formatter<'_>, this: usize) -> fmt::Result {
-        match *self {
+    /// The sentence saying how source `this` differs from source `other` (both 1-based).
+    fn describe(&self, f: &mut fmt::Formatter<'_>, this: usize, other: usize) -> fmt::Result {
+        match self {
             Mismatch::Layout { first, this: got } => write!(
                 f,
-                "source {this} has {} layers, source 1 has {} layers",
-                layout_name(got),
-                layout_name(first)
+                "source {this} has {} layers, source {other} has {} layers",
+                layout_name(*got),
+                layout_name(*first)
             ),
             Mismatch::Hashing { first, this: got } => write!(
                 f,
-                "source {this} hashes items differently (RedisBloom options {got}), source 1 \
-                 has options {first}"
+                "source {this} hashes items differently (RedisBloom options {got}), source \
+                 {other} has options {first}"
             ),
             Mismatch::Expansion { first, this: got } => write!(
                 f,
-                "source {this} {}, source 1 {}",
-                expansion_text(got),
-                expansion_text(first)
+                "source {this} {}, source {other} {}",
+                expansion_text(*got),
+                expansion_text(*first)
             ),
             Mismatch::ErrorRate { first, this: got } => write!(
                 f,
-                "source {this} has error rate {got}, source 1 has error rate {first}"
+                "source {this} has error rate {got}, source {other} has error rate {first}"
             ),
             Mismatch::Capacity { first, this: got } => write!(
                 f,
-                "source {this} has capacity {got}, source 1 has capacity {first}"
+                "source {this} has capacity {got}, source {other} has capacity {first}"
             ),
             Mismatch::Layer { layer, what } => {
                 let n = layer + 1;
-                match what {
+                match *what {
                     LayerDifference::Capacity { first, this: got } => write!(
                         f,
-                        "layer {n} of source {this} has capacity {got}, of source 1 {first}"
+                        "layer {n} of source {this} has capacity {got}, of source {other} {first}"
                     ),
                     LayerDifference::ErrorRate { first, this: got } => write!(
                         f,
-                        "layer {n} of source {this} has error rate {got}, of source 1 {first}"
+                        "layer {n} of source {this} has error rate {got}, of source {other} \
+                         {first}"
                     ),
                     LayerDifference::Geometry {
                         first_bytes,
@@ -200,9 +222,47 @@ impl Mismatch {
                     } => write!(
                         f,
                         "layer {n} of source {this} is laid out differently ({this_bytes} \
-                         bytes, source 1's {first_bytes} bytes)"
+                         bytes, source {other}'s {first_bytes} bytes)"
                     ),
                 }
+            }
+            Mismatch::Window { first, this: got } => match (first, got) {
+                (Some(first), Some(got)) => write!(
+                    f,
+                    "source {this} has a window of {got} ms, source {other} of {first} ms"
+                ),
+                (Some(first), None) => write!(
+                    f,
+                    "source {this} has no window, source {other} has a window of {first} ms"
+                ),
+                (None, Some(got)) => write!(
+                    f,
+                    "source {this} has a window of {got} ms, source {other} has none"
+                ),
+                (None, None) => write!(f, "source {this} and source {other} have no window"),
+            },
+            Mismatch::Slices { first, this: got } => write!(
+                f,
+                "source {this} has {got} slices, source {other} has {first} slices"
+            ),
+            Mismatch::Misaligned { apart_ms, slice_ms } => write!(
+                f,
+                "the slices of source {this} do not line up with those of source {other}: \
+                 their windows began {apart_ms} ms apart, not a whole number of slices of \
+                 {slice_ms} ms"
+            ),
+            Mismatch::TooFarApart => write!(
+                f,
+                "the windows of source {this} and source {other} are too far apart in time to \
+                 be numbered in one filter"
+            ),
+            Mismatch::Slice {
+                start_ms,
+                first,
+                what,
+            } => {
+                write!(f, "in their slices starting at {start_ms} ms, ")?;
+                what.describe(f, this, first + 1)
             }
         }
     }
@@ -219,7 +279,7 @@ pub struct Incompatible {
 /// `source 2 has error rate 0.001, source 1 has error rate 0.01` (sources counted from 1).
 impl fmt::Display for Incompatible {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.mismatch.describe(f, self.source + 1)
+        self.mismatch.describe(f, self.source + 1, 1)
     }
 }
 

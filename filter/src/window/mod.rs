@@ -54,6 +54,9 @@
 //!   model of `footprint`, the value's box included), `allocations` (every heap block but the
 //!   box), `try_clone`, `debug_lines`; `spec`, `slice_start_ms(id)`, and `slice_filters` (each
 //!   slice's id and `ScalableFilter`, for per-slice health figures).
+//! * `union(sources, now_ms, max_bytes)`, `union_bytes(sources, now_ms)`, `mismatch(other)`:
+//!   BF.MERGE, slice by slice, of windows alike whose slices line up; with `now_ms`, of the
+//!   sources as advanced to it, without advancing them (`merge.rs` gives the mapping).
 //! * Byte formats ([`codec`], its notes give the layout): `encode_header` (BF.SCANDUMP's first
 //!   chunk, the RDB value's first string), `is_window_header` (a BF.LOADCHUNK header's magic,
 //!   to be checked before the plain decoders), `decode_header(bytes, Strictness)` (validated,
@@ -66,6 +69,7 @@
 
 pub mod codec;
 pub(crate) mod filter;
+mod merge;
 #[cfg(test)]
 mod tests;
 
