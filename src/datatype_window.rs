@@ -8,12 +8,12 @@
 //! - AOF rewrite: the value's `BF.LOADCHUNK` stream (the header pins the spec, the origin, the
 //!   head and every slice's id and layers; the chunks are the bit arrays), which rebuilds the
 //!   same slices. Replay never reads a clock.
-//! - Digest: the window's parameters, origin and head, then per slice its id, its filter's
-//!   header and its bit arrays: equal on a replica and after AOF replay or an RDB reload.
+//! - Digest: the encoded header (the whole spec, origin, head, each slice's id and chain
+//!   header), then every slice's bit arrays: equal on a replica and after AOF replay or an
+//!   RDB reload.
 
 use std::ffi::{c_int, c_void};
 
-use layerbloom_filter::bloom::codec as plain_codec;
 use layerbloom_filter::window::{codec, WindowedFilter};
 use redis_module::{native_types::RedisType, raw};
 
@@ -70,20 +70,10 @@ extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
     guarded("window digest", (), || {
         // SAFETY: Redis passes a value of this type.
         let filter = unsafe { filter(value) };
-        let mut head = Vec::with_capacity(40);
-        for n in [
-            filter.window_ms(),
-            u64::from(filter.slices()),
-            filter.origin_ms(),
-            filter.head(),
-            filter.slice_filters().len() as u64,
-        ] {
-            head.extend_from_slice(&n.to_le_bytes());
-        }
-        digest.add_string_buffer(&head);
-        for (id, slice) in filter.slice_filters() {
-            digest.add_string_buffer(&id.to_le_bytes());
-            digest.add_string_buffer(&plain_codec::encode_header(slice));
+        // The encoded header pins the whole spec (capacity, error, expansion, layout), the
+        // origin, the head and each slice's id and chain header.
+        digest.add_string_buffer(&codec::encode_header(filter));
+        for (_, slice) in filter.slice_filters() {
             for bytes in slice.layer_bytes() {
                 digest.add_string_buffer(bytes);
             }
@@ -140,7 +130,15 @@ extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_vo
         let loaded = if encver == ENCODING_VERSION {
             // A client's RESTORE is held to the limits before anything is allocated.
             let budget = restore_limits(&io).map(|l| l.bytes());
-            codec::load_rdb(&mut io, budget).map_err(|e| e.to_string())
+            // A client's RESTORE on a primary is also held to its clock (see
+            // `WindowHeader::clock_error`); loading from disk or a primary never reads one.
+            let clock = budget
+                .is_some()
+                .then(|| io.context_flags())
+                .flatten()
+                .filter(crate::clock::applies)
+                .map(|_| crate::clock::now_ms());
+            codec::load_rdb(&mut io, budget, clock).map_err(|e| e.to_string())
         } else {
             Err(format!(
                 "encoding version {encver} is not one this build of layerbloom reads (its own \
