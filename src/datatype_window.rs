@@ -9,12 +9,12 @@
 //! - AOF rewrite: the value's `BF.LOADCHUNK` stream (the header pins the spec, the origin, the
 //!   head and every slice's id and layers; the chunks are the bit arrays), which rebuilds the
 //!   same slices. Replay never reads a clock.
-//! - Digest: the window's parameters, origin and head, then per slice its id, its filter's
-//!   header and its bit arrays: equal on a replica and after AOF replay or an RDB reload.
+//! - Digest: the encoded header (the whole spec, origin, head, each slice's id and chain
+//!   header), then every slice's bit arrays: equal on a replica and after AOF replay or an
+//!   RDB reload.
 
 use std::ffi::{c_int, c_void, CStr};
 
-use layerbloom_filter::bloom::codec as plain_codec;
 use layerbloom_filter::window::{codec, WindowedFilter};
 use layerbloom_filter::FilterError;
 use redis_module::{native_types::RedisType, raw};
@@ -59,20 +59,10 @@ impl StoredValue for WindowedFilter {
     }
 
     fn digest(&self, digest: &mut Digest) {
-        let mut head = Vec::with_capacity(40);
-        for n in [
-            self.window_ms(),
-            u64::from(self.slices()),
-            self.origin_ms(),
-            self.head(),
-            self.slice_filters().len() as u64,
-        ] {
-            head.extend_from_slice(&n.to_le_bytes());
-        }
-        digest.add_string_buffer(&head);
-        for (id, slice) in self.slice_filters() {
-            digest.add_string_buffer(&id.to_le_bytes());
-            digest.add_string_buffer(&plain_codec::encode_header(slice));
+        // The encoded header pins the whole spec (capacity, error, expansion, layout), the
+        // origin, the head and each slice's id and chain header.
+        digest.add_string_buffer(&codec::encode_header(self));
+        for (_, slice) in self.slice_filters() {
             for bytes in slice.layer_bytes() {
                 digest.add_string_buffer(bytes);
             }
@@ -108,7 +98,15 @@ extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_vo
         }
         // A client's RESTORE is held to the limits before anything is allocated.
         let budget = restore_limits(io).map(|l| l.bytes());
-        let (filter, warnings) = codec::load_rdb(io, budget).map_err(|e| e.to_string())?;
+        // A client's RESTORE on a primary is also held to its clock (see
+        // `WindowHeader::clock_error`); loading from disk or a primary never reads one.
+        let clock = budget
+            .is_some()
+            .then(|| io.context_flags())
+            .flatten()
+            .filter(crate::clock::applies)
+            .map(|_| crate::clock::now_ms());
+        let (filter, warnings) = codec::load_rdb(io, budget, clock).map_err(|e| e.to_string())?;
         for warning in warnings {
             crate::log::warning(
                 None,

@@ -1376,7 +1376,7 @@ const WHAT_USERS_SEE: [(&str, i32, &[&str], bool, bool); 13] = [
     ("bf.loadchunk", 4, &["key", "iterator", "data"], true, false),
     ("bf.merge", -3, &["destination", "source"], true, false),
     ("bf.debug", 2, &["key"], false, false),
-    ("bf.windowadvance", -2, &["key", "slice"], true, true),
+    ("bf.windowadvance", -2, &["key", "slice"], true, false),
 ];
 
 /// The same for the CF commands (`error` is layerbloom's own: the ERROR extension).

@@ -14,9 +14,8 @@ pub const MAX_EXPANSION: u32 = layerbloom_filter::bloom::codec::MAX_EXPANSION;
 /// Error rates above this are lowered to it when a filter is created (RedisBloom's behaviour).
 pub const MAX_ERROR_RATE: f64 = 0.25;
 
-/// Longest window, in milliseconds (about 31 years): far past any use, far from overflowing
-/// the clock arithmetic.
-pub const MAX_WINDOW_MS: u64 = 1_000_000_000_000;
+/// Longest window, in milliseconds (the error text `WindowRange` names it).
+pub const MAX_WINDOW_MS: u64 = layerbloom_filter::window::MAX_WINDOW_MS;
 /// Most slices a window may be cut into (the error text `SlicesRange` names it).
 pub const MAX_SLICES: u32 = layerbloom_filter::window::MAX_SLICES;
 /// Slices of a window created without SLICES.

@@ -19,6 +19,7 @@ use redis_module::{Context, ContextFlags, KeyType, RedisString};
 
 use crate::bf::args::{self, InfoField, InfoRequest, Window};
 use crate::bf::window::{self as windowed, InfoView, Value, ValueMut};
+use crate::clock;
 use crate::config;
 use crate::datatype::BLOOM_TYPE;
 use crate::dispatch::CommandResult;
@@ -538,6 +539,9 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> CommandResult {
             let flags = ctx.get_flags();
             let (header, _) = window_codec::decode_header(data, header_strictness(&flags))
                 .map_err(BfError::from_codec)?;
+            if clock::applies(&flags) && header.clock_error(clock::now_ms()).is_some() {
+                return Err(BfError::BadData);
+            }
             let limits = Limits::for_creation(&flags, config::max_filter_bytes(&flags));
             let filter = window_codec::filter_from_header(&header, limits.bytes())
                 .map_err(|e| limits.codec_error(e))?;

@@ -191,7 +191,8 @@ super::command_table! {
     },
     crate::bf::window::advance => CommandSpec {
         name: "bf.windowadvance",
-        flags: "write fast",
+        // Not `fast`: one call may free every slice of a large filter.
+        flags: "write",
         arity: Arity::Between(2, 3),
         key: KeyAccess::Update,
         summary: "Expires a windowed Bloom filter's slices older than the window, up to the current slice (or a given slice no later than it); the command a primary propagates for each expiry",

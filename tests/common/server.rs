@@ -218,6 +218,14 @@ impl Server {
         }
     }
 
+    /// Sets a config directive for the next `restart()` (replacing one of the same name): a
+    /// server that comes back different, e.g. with its test clock moved on.
+    pub fn config_on_restart(&mut self, name: &str, value: &str) {
+        let config = &mut self.builder.config;
+        config.retain(|(n, _)| n != name);
+        config.push((name.to_string(), value.to_string()));
+    }
+
     /// Stops the server as asked and starts it again with the same options, dir and port.
     pub fn restart(&mut self, how: Stop) {
         let mut child = self.child.take().expect("restart() of an external server");

@@ -83,6 +83,22 @@ impl WindowHeader {
         self.slices.iter().map(|(_, h)| h.bits_bytes()).sum()
     }
 
+    /// Why a client's header cannot be taken on a primary whose clock reads `now_ms`: an
+    /// origin in the future or a head past the clock's slice by more than a window keeps
+    /// every slice live until the clock catches up (possibly never), and no advance can move
+    /// a head backwards. Only refused, never corrected: what is loaded must stay the bytes
+    /// sent, so that a replica and the AOF hold the same filter.
+    pub fn clock_error(&self, now_ms: u64) -> Option<&'static str> {
+        if self.origin_ms > now_ms {
+            return Some("the window's origin is later than the clock");
+        }
+        let current = (now_ms - self.origin_ms) / self.spec.slice_ms();
+        if self.head > current.saturating_add(u64::from(self.spec.slices)) {
+            return Some("the window's current slice is later than the clock's");
+        }
+        None
+    }
+
     /// Layers over all slices.
     pub fn layer_count(&self) -> usize {
         self.slices
@@ -180,6 +196,12 @@ pub fn decode_header(
     };
     spec.validate()
         .map_err(|_| CodecError::BadData("window parameters out of range"))?;
+    // A client may not bring a window no command could create: one of u64::MAX ms never
+    // leaves its first slice, so it would never forget. What the server already accepted
+    // (RDB, a primary, the AOF) loads as it was.
+    if strictness == Strictness::LoadChunk && window_ms > super::MAX_WINDOW_MS {
+        return Err(CodecError::BadData("window longer than a command accepts"));
+    }
     // New slices are made from the spec: one that cannot be sized cannot take an add.
     spec.slice_spec()
         .initial_bytes()
@@ -436,10 +458,13 @@ pub fn decode_value<'a>(
 /// Reads an RDB value through the module API's fields: the header string, then the pieces.
 /// With `budget` (a client's RESTORE: the bytes the filter may take by the allocator model)
 /// the header is held to a client's strictness and the budget before anything is allocated,
-/// since zeroed bit arrays compress to almost nothing in a payload.
+/// since zeroed bit arrays compress to almost nothing in a payload. With `clock` (the
+/// primary's time, for a client's RESTORE there) the header must also fit it
+/// ([`WindowHeader::clock_error`]).
 pub fn load_rdb<S: RdbSource>(
     src: &mut S,
     budget: Option<u64>,
+    clock: Option<u64>,
 ) -> Result<(WindowedFilter, Vec<Warning>), CodecError> {
     let strictness = if budget.is_some() {
         Strictness::LoadChunk
@@ -448,6 +473,9 @@ pub fn load_rdb<S: RdbSource>(
     };
     let header = src.buffer()?;
     let (header, warnings) = decode_header(header.as_ref(), strictness)?;
+    if let Some(why) = clock.and_then(|now| header.clock_error(now)) {
+        return Err(CodecError::BadData(why));
+    }
     if let Some(budget) = budget {
         let needed = header.memory_bytes();
         if needed > budget {

@@ -95,14 +95,16 @@ fn may_grow(filter: &ScalableFilter, items: usize) -> bool {
 
 impl WindowedFilter {
     /// A new filter with no slice, created at `now_ms` (its origin). Refused when the spec is
-    /// invalid or its first slice could never fit in `max_bytes`.
+    /// invalid or its steady state could never fit in `max_bytes`: a window written in every
+    /// slice holds `slices + 1` slices, so a filter that fits only fewer would be accepted and
+    /// then refuse adds at its planned load (as a plain filter's creation covers its planned
+    /// capacity).
     pub fn new(spec: WindowSpec, now_ms: u64, max_bytes: u64) -> Result<Self, FilterError> {
         spec.validate()?;
         let slice_spec = spec.slice_spec();
         let first = slice_spec.initial_bytes()?;
-        let needed = Self::empty_bytes()
-            .saturating_add(table_bytes(1))
-            .saturating_add(first.saturating_sub(boxed_bytes::<ScalableFilter>()));
+        let generations = spec.slices as usize + 1;
+        let needed = Self::modelled_bytes(generations, std::iter::repeat_n(first, generations));
         if needed > max_bytes {
             return Err(FilterError::OverLimit {
                 needed,

@@ -31,7 +31,8 @@
 //!   (refused: `slices` outside `1..=MAX_SLICES`, `window_ms < slices`, as
 //!   `FilterError::Sizing(SizingError::BadSlices | BadWindow)`) and `slice_ms`, `slice_spec`.
 //! * [`WindowedFilter::new`]`(spec, now_ms, max_bytes)`: validates, refuses (`OverLimit`) a
-//!   filter whose first slice could never fit in `max_bytes`, allocates no slice.
+//!   filter whose steady state (`slices + 1` initial slices and their table) could never fit
+//!   in `max_bytes`, allocates no slice.
 //! * `slice_of`, `head`, `due(current)`, `advance_to(current) -> Advance { expired, moved }`.
 //! * `contains`, `contains_many` (the slices held), `contains_at`, `contains_many_at` (the
 //!   slices live at `current`). A single lookup hashes once for all blocked slices and
@@ -63,7 +64,7 @@
 //!   with the lax load's warnings), `filter_from_header(header, max_bytes)` (every slice
 //!   zeroed; `WindowHeader::memory_bytes` is its figure before allocating), `dump_chunk` and
 //!   `load_chunk` (the plain filter's iterators and errors over every slice's layers),
-//!   `rdb_pieces`, `WindowLoader` (piece by piece) or `load_rdb(src, budget)` (an
+//!   `rdb_pieces`, `WindowLoader` (piece by piece) or `load_rdb(src, budget, clock)` (an
 //!   `RdbSource`; with a budget, a client's RESTORE: strict and held to it before allocating),
 //!   `ENCODING_VERSION` for the module type.
 
@@ -81,6 +82,9 @@ use crate::error::FilterError;
 
 /// The most slices a window may have: every lookup probes `slices + 1` generations.
 pub const MAX_SLICES: u32 = 64;
+/// The longest window a command accepts, in milliseconds (about 31 years): far past any use,
+/// far from overflowing the clock arithmetic. A client's stream or RESTORE is held to it too.
+pub const MAX_WINDOW_MS: u64 = 1_000_000_000_000;
 /// The slices of a window when none are asked for (see docs/BENCHMARKS.md, "Windowed filters").
 pub const DEFAULT_SLICES: u32 = 4;
 

@@ -737,14 +737,17 @@ mod formats {
             .collect();
         let src = || Src(value.clone().into_iter());
         assert!(matches!(
-            codec::load_rdb(&mut src(), Some(needed - 1)),
+            codec::load_rdb(&mut src(), Some(needed - 1), None),
             Err(CodecError::Filter(FilterError::OverLimit { .. }))
         ));
-        assert_eq!(codec::load_rdb(&mut src(), Some(needed)).unwrap().0, f);
-        assert_eq!(codec::load_rdb(&mut src(), None).unwrap().0, f);
+        assert_eq!(
+            codec::load_rdb(&mut src(), Some(needed), None).unwrap().0,
+            f
+        );
+        assert_eq!(codec::load_rdb(&mut src(), None, None).unwrap().0, f);
         // A header alone: the loader wants its pieces.
         let mut header_only = Src(vec![codec::encode_header(&f)].into_iter());
-        assert!(codec::load_rdb(&mut header_only, None).is_err());
+        assert!(codec::load_rdb(&mut header_only, None, None).is_err());
         let (h, _) = codec::decode_header(&value[0], Strictness::Rdb).unwrap();
         let loader = WindowLoader::new(h).unwrap();
         assert!(loader.next_piece_len().is_some());
@@ -860,4 +863,97 @@ mod differential {
             walk(seed, spec, 1500);
         }
     }
+}
+
+#[test]
+fn creation_covers_the_steady_window_of_slices_plus_one_slices() {
+    let spec = wspec(1000, 4, 400, 2);
+    let mut full = WindowedFilter::new(spec, 0, NO_LIMIT).unwrap();
+    for slice in 0..=4 {
+        full.advance_to(slice);
+        full.add(&item(slice), NO_LIMIT).unwrap();
+    }
+    assert_eq!(
+        full.slice_filters().len(),
+        5,
+        "a steady window holds slices + 1"
+    );
+    let steady = full.memory_usage();
+    // One slice's room is not enough: such a filter would refuse its fifth slice.
+    let e = WindowedFilter::new(spec, 0, steady - 1).unwrap_err();
+    assert_eq!(
+        e,
+        FilterError::OverLimit {
+            needed: steady,
+            limit: steady - 1
+        }
+    );
+    // At exactly the steady size every generation takes its add.
+    let mut f = WindowedFilter::new(spec, 0, steady).unwrap();
+    for slice in 0..=4 {
+        f.advance_to(slice);
+        assert_eq!(f.add(&item(slice), steady), Ok(true), "slice {slice}");
+    }
+    assert_eq!(f.memory_usage(), steady);
+}
+
+/// A header's fields at their offsets (see the codec's layout notes).
+fn patched_header(f: &WindowedFilter, at: usize, value: u64) -> Vec<u8> {
+    let mut header = codec::encode_header(f);
+    header[at..at + 8].copy_from_slice(&value.to_le_bytes());
+    header
+}
+const WINDOW_AT: usize = 20;
+const ORIGIN_AT: usize = 44;
+const HEAD_AT: usize = 52;
+
+#[test]
+fn a_clients_header_may_not_carry_a_window_no_command_accepts() {
+    let f = WindowedFilter::new(wspec(1000, 4, 400, 2), 0, NO_LIMIT).unwrap();
+    let at_most = patched_header(&f, WINDOW_AT, MAX_WINDOW_MS);
+    assert!(codec::decode_header(&at_most, codec::Strictness::LoadChunk).is_ok());
+    let over = patched_header(&f, WINDOW_AT, MAX_WINDOW_MS + 1);
+    assert_eq!(
+        codec::decode_header(&over, codec::Strictness::LoadChunk).unwrap_err(),
+        codec::CodecError::BadData("window longer than a command accepts")
+    );
+    let forever = patched_header(&f, WINDOW_AT, u64::MAX);
+    assert!(codec::decode_header(&forever, codec::Strictness::LoadChunk).is_err());
+    // What the server already accepted loads as it was.
+    let (h, _) = codec::decode_header(&forever, codec::Strictness::Rdb).unwrap();
+    assert_eq!(h.spec.window_ms, u64::MAX);
+}
+
+#[test]
+fn a_header_ahead_of_the_clock_is_refused_and_a_current_one_is_not() {
+    // slice_ms 250, origin 10_000: at 11_000 the clock's slice is 4.
+    let mut f = WindowedFilter::new(wspec(1000, 4, 400, 2), 10_000, NO_LIMIT).unwrap();
+    f.advance_to(3);
+    let decode = |bytes: &[u8]| {
+        codec::decode_header(bytes, codec::Strictness::LoadChunk)
+            .unwrap()
+            .0
+    };
+    let now = 11_000;
+    assert_eq!(decode(&codec::encode_header(&f)).clock_error(now), None);
+    // A head up to a window ahead is what a primary with a slightly faster clock sends.
+    assert_eq!(
+        decode(&patched_header(&f, HEAD_AT, 8)).clock_error(now),
+        None
+    );
+    assert_eq!(
+        decode(&patched_header(&f, HEAD_AT, 9)).clock_error(now),
+        Some("the window's current slice is later than the clock's")
+    );
+    assert!(decode(&patched_header(&f, HEAD_AT, u64::MAX))
+        .clock_error(now)
+        .is_some());
+    assert_eq!(
+        decode(&patched_header(&f, ORIGIN_AT, now)).clock_error(now),
+        None
+    );
+    assert_eq!(
+        decode(&patched_header(&f, ORIGIN_AT, now + 1)).clock_error(now),
+        Some("the window's origin is later than the clock")
+    );
 }
