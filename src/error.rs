@@ -113,7 +113,7 @@ pub enum BfError {
     #[error("OOM not enough memory to read the command's arguments")]
     ArgumentsOutOfMemory,
     /// BF.MERGE of filters that do not share their parameters and layout: which source
-    /// differs from the first, and in what.
+    /// differs from which (the first, or the longest for a layer the first lacks), and in what.
     #[error("ERR incompatible filters: {0}")]
     MergeIncompatible(Incompatible),
     #[error(
@@ -348,6 +348,7 @@ mod tests {
             (
                 BfError::MergeIncompatible(Incompatible {
                     source: 1,
+                    against: 0,
                     mismatch: Mismatch::ErrorRate {
                         first: 0.01,
                         this: 0.001,

@@ -451,6 +451,68 @@ fn a_replica_builds_the_primary_s_extension_filters_exactly() {
     }
 }
 
+/// `ERROR r` on a CF.INSERT / CF.INSERTNX to an existing key is checked and ignored, and the
+/// command goes to replicas and the AOF as it came: both must read it as the primary did.
+#[test]
+fn an_insert_with_error_on_an_existing_key_reaches_a_replica_and_the_aof_intact() {
+    require_own_server!();
+    let mut primary = Server::builder()
+        .config("appendonly", "yes")
+        .config("aof-use-rdb-preamble", "no")
+        .start();
+    let replica = Server::builder().replica_of(&primary).start();
+    wait_for_link(&replica);
+    let mut con = primary.conn();
+    wait_for_aof_rewrite(&mut con);
+    con.ok(&cmd!("CF.RESERVE", "ext", "1000", "ERROR", "0.001"));
+    con.ok(&cmd!("CF.RESERVE", "plain", "1000"));
+    let keys = ["ext", "plain", "created"];
+    let sent: [(&str, &[&str]); 4] = [
+        ("CF.INSERT", &["ERROR", "0.001"]),
+        ("CF.INSERTNX", &["CAPACITY", "500", "error", "0.01"]),
+        ("CF.INSERT", &["ERROR", "0.05", "NOCREATE"]),
+        ("CF.INSERTNX", &["NOCREATE", "ERROR", "0.02"]),
+    ];
+    let mut added = Vec::new();
+    for key in keys {
+        for (n, (command, options)) in sent.iter().enumerate() {
+            let batch = cf_items(&format!("{key}{n}"), 40);
+            let mut c = cmd!(*command, key);
+            for o in *options {
+                c.arg(*o);
+            }
+            c.arg("ITEMS");
+            for i in &batch {
+                c.arg(i.as_slice());
+            }
+            // The batch's first item again: CF.INSERTNX finds it, CF.INSERT adds it twice.
+            c.arg(batch[0].as_slice());
+            let replies: Vec<i64> = con.q(&c);
+            assert_eq!(replies.len(), 41);
+            assert!(replies[..40].iter().all(|&r| r == 1), "{key} {command}");
+            added.push((key, batch));
+        }
+    }
+    assert_eq!(key_type(&mut con, "created"), "LBcuckoo-");
+    assert_eq!(key_type(&mut con, "plain"), "MBbloomCF");
+    let want = state(&mut con, &keys);
+    assert_eq!(con.q::<i64>(&cmd!("WAIT", 1, 10_000)), 1);
+    let mut rcon = replica.conn();
+    assert_eq!(state(&mut rcon, &keys), want, "on the replica");
+    drop(rcon);
+    drop(con);
+    primary.restart(Stop::NoSave);
+    let mut con = primary.conn();
+    assert_eq!(state(&mut con, &keys), want, "after the AOF replay");
+    for (key, batch) in &added {
+        let held = mexists(&mut con, key, batch);
+        assert!(
+            held.iter().all(|&h| h == 1),
+            "{key}: items lost by the replay"
+        );
+    }
+}
+
 #[test]
 fn redisbloom_refuses_extension_data_instead_of_misreading_it() {
     require_own_server!();

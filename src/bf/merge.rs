@@ -107,6 +107,7 @@ fn union_of(sources: &[Value], now: Option<u64>, limits: &Limits) -> Result<Unio
     {
         return Err(BfError::MergeIncompatible(Incompatible {
             source,
+            against: 0,
             mismatch: Mismatch::Window {
                 first,
                 this: window_of(other),

@@ -265,15 +265,22 @@ pub fn parse_reserve_redisbloom(args: &[&[u8]]) -> Result<Shape, BfError> {
 }
 
 /// `CF.INSERT` as RedisBloom reads it: options told apart by their first letter (`c...`
-/// CAPACITY, `n...` NOCREATE, `i...` ITEMS, after which every word is an item).
+/// CAPACITY, `n...` NOCREATE, `i...` ITEMS, after which every word is an item), and the word
+/// `ERROR r`, layerbloom's: its primaries and its AOF send a CF.INSERT with `ERROR` on an
+/// existing key as it came, and RedisBloom refuses the word, so no command of its has it.
 pub fn parse_insert_redisbloom<'a>(args: &'a [&'a [u8]]) -> Result<Insert<'a>, BfError> {
     let mut cap = params::DEFAULT_CAPACITY as i64;
+    let mut rate: Option<f64> = None;
     let mut nocreate = false;
     let mut i = 0;
     while i < args.len() {
         match args[i].first().map(u8::to_ascii_uppercase) {
             Some(b'C') => {
                 cap = capacity(args.get(i + 1).ok_or(BfError::WrongArity)?)?;
+                i += 2;
+            }
+            Some(b'E') if args[i].eq_ignore_ascii_case(b"ERROR") => {
+                rate = Some(error_rate(args.get(i + 1).ok_or(BfError::WrongArity)?)?);
                 i += 2;
             }
             Some(b'N') => {
@@ -285,7 +292,11 @@ pub fn parse_insert_redisbloom<'a>(args: &'a [&'a [u8]]) -> Result<Insert<'a>, B
                 if items.is_empty() {
                     return Err(BfError::WrongArity);
                 }
-                let shape = shape_for(cap, Params::default())?;
+                // The shape the strict parser checked on the primary, even for an existing key.
+                let shape = match rate {
+                    Some(e) => extension_shape(cap, e, None, None, None)?,
+                    None => shape_for(cap, Params::default())?,
+                };
                 return Ok(Insert {
                     create: (!nocreate).then_some(shape),
                     items,
@@ -538,6 +549,42 @@ mod tests {
             parse_insert_redisbloom(&words(&["EXPANSION", "2", "ITEMS", "a"])).unwrap_err(),
             BfError::InsertUnknownArgument
         );
+    }
+
+    #[test]
+    fn the_replayed_reading_takes_error_as_a_layerbloom_primary_sends_it() {
+        let words =
+            |w: &[&'static str]| -> Vec<&'static [u8]> { w.iter().map(|w| w.as_bytes()).collect() };
+        for sent in [
+            &["ERROR", "0.001", "ITEMS", "a", "b"][..],
+            &[
+                "CAPACITY", "300", "error", "0.0001", "NOCREATE", "ITEMS", "a", "b",
+            ],
+        ] {
+            let args = words(sent);
+            let replayed = parse_insert_redisbloom(&args).unwrap();
+            let strict = parse_insert(&args).unwrap();
+            assert_eq!(
+                (replayed.create, replayed.items),
+                (strict.create, strict.items),
+                "{sent:?}"
+            );
+        }
+        // Only the whole word, with a valid rate.
+        for (sent, refused) in [
+            (
+                &["ERR", "0.01", "ITEMS", "a"][..],
+                BfError::InsertUnknownArgument,
+            ),
+            (&["ERROR", "2", "ITEMS", "a"], BfError::CfErrorRange),
+            (&["ERROR"], BfError::WrongArity),
+        ] {
+            assert_eq!(
+                parse_insert_redisbloom(&words(sent)).unwrap_err(),
+                refused,
+                "{sent:?}"
+            );
+        }
     }
 
     #[test]

@@ -85,9 +85,10 @@ fn cf_error(limits: &Limits, e: CuckooError, creating: bool) -> BfError {
     }
 }
 
-/// A command's context flags, asked of the server once and only when first needed (about 130
-/// instructions a call, as it also reads the server's memory state): an add that neither
-/// creates nor grows a filter never needs them.
+/// A command's context flags, asked of the server at most once and only when first needed
+/// (about 130 instructions a call, as it also reads the server's memory state): a CF.ADD or
+/// CF.ADDNX that neither creates nor grows a filter never needs them. CF.INSERT and
+/// CF.INSERTNX always do, to choose the syntax they read (`syntax`).
 struct Flags<'c> {
     ctx: &'c Context,
     read: OnceCell<ContextFlags>,

@@ -11,9 +11,11 @@
 //!
 //! Compatibility is checked on what decides where an item's bits go: the kind of layer, the
 //! hashing (RedisBloom's option bits for classic layers), the growth factor, the error rate,
-//! and the plan (capacity, rate, geometry) of every layer two sources both have. A filter
-//! loaded from another writer may have layers that its parameters would not grow; comparing
-//! the layers themselves refuses those too.
+//! and the plan (capacity, rate, geometry) of every layer: each source's layers are compared
+//! with the first source's and with the longest source's (the union's) at the same place,
+//! since two sources that each agree with a shorter first one may differ from each other past
+//! its layers. A filter loaded from another writer may have layers that its parameters would
+//! not grow; comparing the layers themselves refuses those too.
 //!
 //! # Item counts are estimates
 //! The bits do not say how many items the sources shared. Each layer's count starts from the
@@ -23,9 +25,12 @@
 //! bits account for and those that source's bits account for (`health`: `ln(1 − f) /
 //! ln(1 − h/m)` for a classic layer, the Poisson block-load inversion for a blocked one). Both
 //! estimates count the items false positives swallowed alike, so the difference does not;
-//! the count never exceeds the sum of the sources' counts (all of them distinct). A filter
+//! the count never exceeds the sum of the sources' counts (all of them distinct). A blocked
+//! layer counts at most its capacity, as layerbloom's header requires (a union of full layers
+//! then undercounts); a classic layer may count more, as RedisBloom's formats allow. A filter
 //! merged with itself or with empty filters keeps its counts exactly. The filter's total is
-//! the sum of its layers' counts, as RedisBloom's `BF.LOADCHUNK` header check requires.
+//! the sum of its layers' counts, below `u64::MAX`, as the strict `BF.LOADCHUNK` header check
+//! requires (a later layer's count is cut to keep it so).
 //!
 //! # For filters made of several chains
 //! A structure holding several chains (a time-windowed filter's slices, `window::merge`)
@@ -45,6 +50,9 @@ use crate::bloom::layer::{Layer, LayerPlan};
 use crate::error::FilterError;
 use crate::fallible::try_vec;
 
+/// The largest item total a union may have: strict `BF.LOADCHUNK` refuses an all-ones one.
+const MAX_TOTAL: u64 = u64::MAX - 1;
+
 /// What a merge needs of a kind of layer beyond `LayerCodec`.
 pub(crate) trait MergeLayer: LayerCodec {
     /// Whether chains with these parameters hash an item alike. Non-scaling is compared as
@@ -58,6 +66,8 @@ pub(crate) trait MergeLayer: LayerCodec {
     fn items_of(meta: &Self::Meta) -> u64;
     /// Sets the layer's item count.
     fn set_items(&mut self, items: u64);
+    /// The largest item count a layer of this plan may have and still load.
+    fn max_items(meta: &Self::Meta) -> u64;
 }
 
 impl MergeLayer for BlockedLayer {
@@ -79,6 +89,11 @@ impl MergeLayer for BlockedLayer {
 
     fn set_items(&mut self, items: u64) {
         BlockedLayer::set_items(self, items)
+    }
+
+    /// layerbloom's header refuses a count over the capacity, at every strictness.
+    fn max_items(meta: &LayerMeta) -> u64 {
+        meta.capacity
     }
 }
 
@@ -104,9 +119,15 @@ impl MergeLayer for ClassicLayer {
     fn set_items(&mut self, items: u64) {
         ClassicLayer::set_items(self, items)
     }
+
+    /// Neither RedisBloom's loaders nor ours bound a link's count by its capacity, so the
+    /// estimate stands.
+    fn max_items(_: &ClassicMeta) -> u64 {
+        u64::MAX
+    }
 }
 
-/// How a source differs from the first source.
+/// How a source differs from the one it was compared with (see `Incompatible`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Mismatch {
     /// The kind of layers (blocked or classic).
@@ -268,18 +289,20 @@ impl Mismatch {
     }
 }
 
-/// A source that cannot be merged with the first: its index among the sources (0-based) and
+/// A source that cannot be merged: its index among the sources (0-based), the index of the
+/// source it differs from (the first; for a layer the first lacks, the longest source) and
 /// how it differs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Incompatible {
     pub source: usize,
+    pub against: usize,
     pub mismatch: Mismatch,
 }
 
 /// `source 2 has error rate 0.001, source 1 has error rate 0.01` (sources counted from 1).
 impl fmt::Display for Incompatible {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.mismatch.describe(f, self.source + 1, 1)
+        self.mismatch.describe(f, self.source + 1, self.against + 1)
     }
 }
 
@@ -317,6 +340,12 @@ fn chain_mismatch<L: MergeLayer>(a: &Chain<L>, b: &Chain<L>) -> Option<Mismatch>
             this: b.error(),
         });
     }
+    layer_mismatch(a, b)
+}
+
+/// How the plan of a layer of `b` differs from that of `a`'s layer at the same place, over
+/// the layers both have.
+fn layer_mismatch<L: MergeLayer>(a: &Chain<L>, b: &Chain<L>) -> Option<Mismatch> {
     for (layer, (la, lb)) in a.layers().iter().zip(b.layers()).enumerate() {
         let (ma, mb) = (L::plan_of(la.meta()), L::plan_of(lb.meta()));
         if ma == mb {
@@ -349,16 +378,33 @@ fn chain_mismatch<L: MergeLayer>(a: &Chain<L>, b: &Chain<L>) -> Option<Mismatch>
     None
 }
 
-/// The sources' chains, checked compatible with the first; the index of the longest.
+/// The sources' chains, checked compatible; the index of the longest (the first of them).
+///
+/// Each source is compared with the first, then each of its layers with that layer of the
+/// longest, whose layers the union takes. Comparing with the first alone is not enough: two
+/// sources may agree with it on every layer it has and differ from each other past them.
 fn check<L: MergeLayer>(sources: &[&Chain<L>]) -> Result<usize, MergeError> {
     let first = sources.first().ok_or(MergeError::NoSources)?;
+    let refuse = |source, against, mismatch| {
+        MergeError::Incompatible(Incompatible {
+            source,
+            against,
+            mismatch,
+        })
+    };
     let mut longest = 0;
     for (source, chain) in sources.iter().enumerate().skip(1) {
         if let Some(mismatch) = chain_mismatch(first, chain) {
-            return Err(MergeError::Incompatible(Incompatible { source, mismatch }));
+            return Err(refuse(source, 0, mismatch));
         }
         if chain.layer_count() > sources[longest].layer_count() {
             longest = source;
+        }
+    }
+    let template = sources[longest];
+    for (source, chain) in sources.iter().enumerate() {
+        if let Some(mismatch) = layer_mismatch(template, chain) {
+            return Err(refuse(source, longest, mismatch));
         }
     }
     Ok(longest)
@@ -409,6 +455,7 @@ fn union<L: MergeLayer>(sources: &[&Chain<L>], max_bytes: u64) -> Result<Chain<L
     }
     let sources = distinct(sources)?;
     let mut layers = try_vec(longest.layer_count())?;
+    let mut items = 0u64;
     for (index, template) in longest.layers().iter().enumerate() {
         let mut layer = L::zeroed(L::plan_of(template.meta()))?;
         // The source with the most items here, and what its bits alone account for.
@@ -430,13 +477,19 @@ fn union<L: MergeLayer>(sources: &[&Chain<L>], max_bytes: u64) -> Result<Chain<L
         let added = (L::distinct_of(&layer.summary()) - most_bits)
             .max(0.0)
             .round();
-        // `as` saturates a float past u64's range, and the bound holds it anyway.
-        layer.set_items(most.saturating_add(added as u64).min(sum));
+        // `as` saturates a float past u64's range, and the bounds hold it anyway. A count the
+        // loaders refuse would make the union unloadable (RDB, AOF, RESTORE, LOADCHUNK), and
+        // the total must stay the exact sum of the counts, below the all-ones value strict
+        // LOADCHUNK refuses.
+        let count = most
+            .saturating_add(added as u64)
+            .min(sum)
+            .min(L::max_items(template.meta()))
+            .min(MAX_TOTAL - items);
+        layer.set_items(count);
+        items += count;
         layers.push(layer);
     }
-    let items = layers
-        .iter()
-        .fold(0u64, |sum, l| sum.saturating_add(L::items_of(l.meta())));
     Ok(Chain::from_parts(
         layers,
         items,
@@ -459,6 +512,7 @@ fn chains_of<'a, L: Layer>(
             None => {
                 return Err(MergeError::Incompatible(Incompatible {
                     source,
+                    against: 0,
                     mismatch: Mismatch::Layout {
                         first: L::LAYOUT,
                         this: filter.layout(),
@@ -845,6 +899,132 @@ mod tests {
             ScalableFilter::union(&[], NO_LIMIT),
             Err(MergeError::NoSources)
         );
+    }
+
+    /// The classic chain of a filter.
+    fn chain_of(f: &ScalableFilter) -> &Chain<ClassicLayer> {
+        classic(f).expect("a classic filter")
+    }
+
+    #[test]
+    fn every_source_s_layers_are_checked_against_the_longest_source_s() {
+        let s = spec(100, 0.01, 2, Layout::Classic);
+        let short = filled(s, &items(13, 50, 1 << 40));
+        let grown = filled(s, &items(14, 300, 1 << 40));
+        assert_eq!((short.layer_count(), grown.layer_count()), (1, 2));
+        // `grown` with a second layer of another plan (a client's LOADCHUNK header can say
+        // so): larger, whose bytes would overrun the union's layer, and smaller, whose items
+        // the union would lose.
+        let c = chain_of(&grown);
+        let second = c.layers()[1].meta().entries;
+        let other = |capacity: u64| {
+            let mut layers = c.layers().to_vec();
+            let plan =
+                ClassicMeta::plan(capacity, layers[1].meta().error, c.params().options).unwrap();
+            assert!(plan.bytes() != layers[1].meta().bytes());
+            layers[1] = ClassicLayer::new(plan).unwrap();
+            let odd = Chain::from_parts(layers, 0, c.error(), 2, *c.params());
+            (ScalableFilter::Classic(odd), plan.entries)
+        };
+        for (odd, odd_capacity) in [other(second * 3), other(second / 4)] {
+            let odd = &odd;
+            // It agrees with the one-layer first source on the layer that one has.
+            assert_eq!(short.mismatch(odd), None);
+            let refused = |sources: &[&ScalableFilter]| {
+                let err = ScalableFilter::union(sources, NO_LIMIT).unwrap_err();
+                assert_eq!(ScalableFilter::union_bytes(sources), Err(err.clone()));
+                err.to_string()
+            };
+            assert_eq!(
+                refused(&[&short, &grown, odd]),
+                format!(
+                    "incompatible filters: layer 2 of source 3 has capacity {odd_capacity}, \
+                     of source 2 {second}"
+                )
+            );
+            // The longest first: source 2 is compared with it.
+            assert_eq!(
+                refused(&[&short, odd, &grown]),
+                format!(
+                    "incompatible filters: layer 2 of source 3 has capacity {second}, of \
+                     source 2 {odd_capacity}"
+                )
+            );
+            assert_eq!(
+                refused(&[&grown, &short, odd]),
+                format!(
+                    "incompatible filters: layer 2 of source 3 has capacity {odd_capacity}, \
+                     of source 1 {second}"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn a_blocked_union_of_full_layers_counts_each_at_most_its_capacity_and_reloads() {
+        for layout in [Layout::Blocked, Layout::Classic] {
+            let s = spec(100, 0.01, 2, layout);
+            let (a, b) = (
+                filled(s, &items(15, 1000, 1 << 40)),
+                filled(s, &items(16, 1000, 1 << 40)),
+            );
+            let union = ScalableFilter::union(&[&a, &b], NO_LIMIT).unwrap();
+            let layers = union.layer_summaries();
+            assert_eq!(
+                union.items(),
+                layers.iter().map(|l| l.items).sum::<u64>(),
+                "{layout:?}"
+            );
+            let over = layers.iter().filter(|l| l.items > l.capacity).count();
+            match layout {
+                Layout::Blocked => assert_eq!(over, 0, "{layout:?}: {layers:?}"),
+                // RedisBloom's formats hold such counts: the estimate stands.
+                Layout::Classic => assert!(over > 0, "{layout:?}: {layers:?}"),
+            }
+            // Its header loads at both strictnesses, and the chunks rebuild it.
+            let header = codec::encode_header(&union);
+            for strictness in [Strictness::LoadChunk, Strictness::Rdb] {
+                codec::decode_header_with(&header, strictness).unwrap();
+            }
+            let decoded = codec::decode_header(&header).unwrap();
+            let mut copy = codec::filter_from_header(&decoded, NO_LIMIT).unwrap();
+            let mut it = 1;
+            loop {
+                let (next, chunk) = codec::dump_chunk(&union, it);
+                if next == 0 {
+                    break;
+                }
+                codec::load_chunk(&mut copy, next, chunk).unwrap();
+                it = next;
+            }
+            assert_eq!(copy, union, "{layout:?}");
+            let (rdb, _) = codec::decode_rdb_header(&codec::encode_rdb_header(&union)).unwrap();
+            assert_eq!(rdb, decoded, "{layout:?}");
+        }
+    }
+
+    #[test]
+    fn the_union_s_total_stays_below_all_ones_and_loads_strictly() {
+        // Counts only a lax RDB load gives: the first layer's near u64's end.
+        let s = spec(100, 0.01, 2, Layout::Classic);
+        let (empty, grown) = (
+            ScalableFilter::new(s, NO_LIMIT).unwrap(),
+            filled(s, &items(17, 300, 1 << 40)),
+        );
+        let recount = |f: &ScalableFilter, counts: &[u64]| {
+            let c = chain_of(f);
+            let mut layers = c.layers().to_vec();
+            for (layer, &count) in layers.iter_mut().zip(counts) {
+                layer.set_items(count);
+            }
+            let total = counts.iter().fold(0u64, |t, &n| t.saturating_add(n));
+            ScalableFilter::Classic(Chain::from_parts(layers, total, c.error(), 2, *c.params()))
+        };
+        let huge = recount(&empty, &[u64::MAX - 5]);
+        let union = ScalableFilter::union(&[&huge, &recount(&grown, &[0, 100])], NO_LIMIT).unwrap();
+        assert_eq!(layer_items(&union), [u64::MAX - 5, 4]);
+        assert_eq!(union.items(), u64::MAX - 1);
+        codec::decode_header(&codec::encode_header(&union)).unwrap();
     }
 
     #[test]

@@ -80,8 +80,13 @@ fn growth(filter: &WindowedFilter) -> u32 {
 /// The sources checked compatible, their slices placed in the union (see the module notes).
 fn plan<'a>(sources: &[&'a WindowedFilter], now_ms: Option<u64>) -> Result<Plan<'a>, MergeError> {
     let first = sources.first().ok_or(MergeError::NoSources)?;
-    let incompatible =
-        |source, mismatch| MergeError::Incompatible(Incompatible { source, mismatch });
+    let incompatible = |source, mismatch| {
+        MergeError::Incompatible(Incompatible {
+            source,
+            against: 0,
+            mismatch,
+        })
+    };
     for (source, filter) in sources.iter().enumerate().skip(1) {
         if let Some(mismatch) = first.mismatch(filter) {
             return Err(incompatible(source, mismatch));
