@@ -11,8 +11,10 @@
 //!   after it `mix64(hi + n·γ)`; 7 positions per word. Positions are independent and uniform
 //!   with replacement, exactly the model `sizing` solves.
 //!
-//! A probe builds the `k` positions of one block as a 512-bit mask, then tests or sets the
-//! whole mask at once: eight AND/compare pairs with no data-dependent branch inside a block.
+//! A lookup builds the `k` positions of one block as a 512-bit mask, then tests the whole mask
+//! at once: eight AND/compare pairs with no data-dependent branch inside a block. An add
+//! tests and sets position by position instead (`k` is small against the block's 512 bits,
+//! and an add must also count the bits it flips): the same bits either way.
 //!
 //! The layer also counts its set bits (an insert knows which bits it flipped), so its fill
 //! ratio and current false-positive rate come free.
@@ -97,6 +99,58 @@ impl Positions {
             mask[(pos >> 6) as usize] |= 1u64 << (pos & 63);
         }
         mask
+    }
+
+    /// Calls `f` with each of the next `k` positions: the same stream as `next`, taken a word
+    /// at a time (up to seven positions per word), so that a position costs a mask and a
+    /// shift, not the test for a refill as well.
+    #[inline(always)]
+    fn each(&mut self, mut k: u32, mut f: impl FnMut(u32)) {
+        while k > 0 {
+            if self.left == 0 {
+                self.refills += 1;
+                self.word = mix64(
+                    self.seed
+                        .wrapping_add(self.refills.wrapping_mul(GOLDEN_GAMMA)),
+                );
+                self.left = POSITIONS_PER_WORD;
+            }
+            let n = k.min(self.left);
+            k -= n;
+            self.left -= n;
+            let mut word = self.word;
+            for _ in 0..n {
+                f((word & 511) as u32);
+                word >>= 9;
+            }
+            self.word = word;
+        }
+    }
+
+    /// Whether `block` holds the bits of the next `k` positions. Every bit is tested, without
+    /// an exit on the first clear one: for a new item the answer is nearly always "no" at the
+    /// first block, which one branch predicts, where a branch per bit would not be.
+    #[inline(always)]
+    fn all_set(&mut self, block: &Block, k: u32) -> bool {
+        let mut all = 1u64;
+        self.each(k, |pos| all &= block.0[(pos >> 6) as usize] >> (pos & 63));
+        all & 1 == 1
+    }
+
+    /// Sets the bits of the next `k` positions in `block`, one position at a time, and
+    /// returns how many were clear. An item sets few bits in a block (`k` of 512), so this is
+    /// a few instructions a bit, where building and applying a 512-bit mask costs a pass over
+    /// eight words, their popcounts included; a position drawn twice is set (and counted)
+    /// once, as the second finds it set.
+    #[inline(always)]
+    fn set(&mut self, block: &mut Block, k: u32) -> u32 {
+        let mut flipped = 0;
+        self.each(k, |pos| {
+            let word = &mut block.0[(pos >> 6) as usize];
+            flipped += ((!*word >> (pos & 63)) & 1) as u32;
+            *word |= 1u64 << (pos & 63);
+        });
+        flipped
     }
 }
 
@@ -445,19 +499,23 @@ impl BlockedLayer {
     /// chain decides what counts as new). Returns the number of bits that flipped.
     #[inline]
     pub fn insert(&mut self, hash: &ItemHash) -> u32 {
+        let flipped = self.set_item_bits(hash);
+        self.count_item(flipped);
+        flipped
+    }
+
+    /// Sets every bit of the item's probe, slot after slot (two slots can land in the same
+    /// block: the second then finds the first's bits set), and returns how many flipped.
+    #[inline(always)]
+    fn set_item_bits(&mut self, hash: &ItemHash) -> u32 {
         let g = self.meta.geometry;
         debug_assert!(g.blocks_per_item <= MAX_BLOCKS_PER_ITEM);
         let mut positions = Positions::new(hash.hi);
         let mut flipped = 0;
         for slot in 0..g.blocks_per_item {
             let block = &mut self.blocks[block_index(hash, slot, g.blocks)];
-            let mask = positions.mask(g.hashes_per_block);
-            for (word, m) in block.0.iter_mut().zip(&mask) {
-                flipped += (m & !*word).count_ones();
-                *word |= m;
-            }
+            flipped += positions.set(block, g.hashes_per_block);
         }
-        self.count_item(flipped);
         flipped
     }
 
@@ -472,40 +530,37 @@ impl BlockedLayer {
         }
     }
 
-    /// Sets the item's bits unless every one is set already, in one pass over its blocks:
-    /// each block's mask is built once and serves both as the presence check and as the
-    /// insert. Returns the number of bits that flipped; 0 means the layer held the item, and
-    /// then nothing changed (no block is written, so no page is dirtied) and nothing is
-    /// counted. Otherwise the item is counted exactly as by `insert`.
+    /// Sets the item's bits unless every one is set already. Returns the number of bits that
+    /// flipped; 0 means the layer held the item, and then nothing changed (no block is
+    /// written, so no page is dirtied) and nothing is counted. Otherwise the item is counted
+    /// exactly as by `insert`.
     ///
-    /// Slots are applied in order, each against the block as the previous ones left it: two
-    /// slots of an item can land in the same block, and a bit both set flips once.
+    /// The presence check reads the blocks slot by slot and stops at the first that lacks a
+    /// bit (for a new item nearly always the first); only then are the bits set, each as its
+    /// position is drawn again. The bits and counts are those of checking, then inserting.
     #[inline(always)]
     pub(crate) fn insert_new(&mut self, hash: &ItemHash) -> u32 {
-        let g = self.meta.geometry;
-        debug_assert!(g.blocks_per_item <= MAX_BLOCKS_PER_ITEM);
-        let mut positions = Positions::new(hash.hi);
-        let mut flipped = 0;
-        for slot in 0..g.blocks_per_item {
-            let block = &mut self.blocks[block_index(hash, slot, g.blocks)];
-            let mask = positions.mask(g.hashes_per_block);
-            let mut fresh = [0u64; WORDS];
-            let mut any = 0u64;
-            for ((f, m), word) in fresh.iter_mut().zip(&mask).zip(&block.0) {
-                *f = m & !word;
-                any |= *f;
-                flipped += f.count_ones();
-            }
-            if any != 0 {
-                for (word, f) in block.0.iter_mut().zip(&fresh) {
-                    *word |= f;
-                }
-            }
+        if self.holds(hash) {
+            return 0;
         }
-        if flipped != 0 {
-            self.count_item(flipped);
-        }
+        let flipped = self.set_item_bits(hash);
+        self.count_item(flipped);
         flipped
+    }
+
+    /// Whether every bit of the item's probe is set, read position by position (the add's
+    /// check; `contains` is the lookup's, with masks).
+    #[inline(always)]
+    fn holds(&self, hash: &ItemHash) -> bool {
+        let g = &self.meta.geometry;
+        let mut positions = Positions::new(hash.hi);
+        for slot in 0..g.blocks_per_item {
+            let block = &self.blocks[block_index(hash, slot, g.blocks)];
+            if !positions.all_set(block, g.hashes_per_block) {
+                return false;
+            }
+        }
+        true
     }
 
     /// The bit array as bytes (each 64-bit word little-endian).
@@ -872,6 +927,68 @@ mod tests {
     fn blocks_are_cache_line_aligned() {
         let layer = BlockedLayer::new(100_000, 0.01).unwrap();
         assert_eq!(layer.blocks.as_ptr() as usize % 64, 0);
+    }
+
+    /// The insert as it was written with masks: each slot's `k` positions ORed into a 512-bit
+    /// mask, then its clear bits counted and the mask ORed into the block. The bits and
+    /// counts of the position-wise insert must be these.
+    fn mask_insert(layer: &mut BlockedLayer, hash: &ItemHash) -> u32 {
+        let g = layer.meta.geometry;
+        let mut positions = Positions::new(hash.hi);
+        let mut flipped = 0;
+        for slot in 0..g.blocks_per_item {
+            let block = &mut layer.blocks[block_index(hash, slot, g.blocks)];
+            let mask = positions.mask(g.hashes_per_block);
+            for (word, m) in block.0.iter_mut().zip(&mask) {
+                flipped += (m & !*word).count_ones();
+                *word |= m;
+            }
+        }
+        layer.set_bits += u64::from(flipped);
+        layer.meta.items += 1;
+        flipped
+    }
+
+    #[test]
+    fn position_wise_inserts_set_the_bits_and_counts_of_mask_inserts() {
+        // Few blocks, so that an item's slots share blocks and items share bits; every
+        // blocks-per-item, and bit counts up to the most a block may take (positions repeat).
+        for blocks in [1, 3, 64] {
+            for b in 1..=MAX_BLOCKS_PER_ITEM {
+                for k in [1, 2, 5, 7, 8, 9, 15, 33, sizing::MAX_HASHES_PER_BLOCK] {
+                    let geometry = Geometry {
+                        blocks,
+                        blocks_per_item: b,
+                        hashes_per_block: k,
+                    };
+                    let what = format!("blocks {blocks} b {b} k {k}");
+                    let new = || BlockedLayer::with_geometry(1 << 20, 0.01, geometry).unwrap();
+                    let (mut fused, mut reference) = (new(), new());
+                    let (mut plain, mut plain_reference) = (new(), new());
+                    // 600 draws from 200 hashes: repeats, which must change nothing.
+                    let all: Vec<ItemHash> = hashes(u64::from(b * 100 + k), 200).collect();
+                    let mut seen_present = false;
+                    for i in 0..600u64 {
+                        let h = &all[(mix64(i) % 200) as usize];
+                        let expected = if reference.contains(h) {
+                            seen_present = true;
+                            0
+                        } else {
+                            mask_insert(&mut reference, h)
+                        };
+                        assert_eq!(fused.insert_new(h), expected, "{what}");
+                        assert_eq!(plain.insert(h), mask_insert(&mut plain_reference, h));
+                    }
+                    assert!(seen_present, "{what}");
+                    for (got, want) in [(&fused, &reference), (&plain, &plain_reference)] {
+                        assert_eq!(got.blocks, want.blocks, "{what}");
+                        assert_eq!(got.set_bits(), want.set_bits(), "{what}");
+                        assert_eq!(got.items(), want.items(), "{what}");
+                        assert_eq!(got.set_bits(), crate::bits::count_ones(got.as_bytes()));
+                    }
+                }
+            }
+        }
     }
 
     #[test]
