@@ -34,13 +34,14 @@
 #   scripts/instructions.sh [liblayerbloom.so] [redisbloom.so]     (make bench-instructions)
 #
 # The second module defaults to $REDISBLOOM, else target/servers/redis-7.4.1/redisbloom.so;
-# without it the cuckoo table has layerbloom's column only. SECTIONS="bf" or "cf" runs one part.
+# without it the cuckoo table has layerbloom's column only. SECTIONS="bf", "split" or "cf" runs
+# one part.
 set -euo pipefail
 module=$(realpath "${1:-target/release/liblayerbloom.so}")
 peer=${2:-${REDISBLOOM:-target/servers/redis-7.4.1/redisbloom.so}}
 peer=$(realpath "$peer" 2>/dev/null || true)
 [ -f "$peer" ] || peer=
-sections=${SECTIONS:-bf cf}
+sections=${SECTIONS:-bf split cf}
 for tool in valgrind callgrind_control callgrind_annotate redis-server redis-benchmark redis-cli; do
   command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
 done
@@ -55,19 +56,22 @@ stop_server() {
 # KEEP_DUMPS=dir keeps every dump there (for callgrind_annotate), named after its command.
 cleanup() {
   stop_server
-  if [ -n "${KEEP_DUMPS:-}" ]; then mkdir -p "$KEEP_DUMPS" && cp "$work"/cg-*.out.* "$work"/dumps.txt "$KEEP_DUMPS"/ 2>/dev/null || true; fi
+  if [ -n "${KEEP_DUMPS:-}" ]; then mkdir -p "$KEEP_DUMPS" && cp "$work"/cg-*.out.* "$work"/dumps.txt "$work"/server-*.log "$KEEP_DUMPS"/ 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
-# A redis-server under callgrind with module $1, its dumps named after $2.
+# A redis-server under callgrind with module $1, its dumps named after $2; any further
+# arguments go to callgrind.
 start_server() {
   tag=$2
+  local module_path=$1
+  shift 2
   port=$((20000 + RANDOM % 20000))
   while redis-cli -p "$port" ping >/dev/null 2>&1; do port=$((port + 1)); done
   (cd "$work" && valgrind --tool=callgrind --callgrind-out-file="$work/cg-$tag.out" \
-    --compress-strings=no --compress-pos=no \
+    --compress-strings=no --compress-pos=no "$@" \
     redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
-    --loadmodule "$1" >"$work/server-$tag.log" 2>&1 &)
+    --loadmodule "$module_path" >"$work/server-$tag.log" 2>&1 &)
   for _ in $(seq 120); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.5; done
   pid=$(redis-cli -p "$port" info server | tr -d '\r' | sed -n 's/^process_id://p')
 }
@@ -159,6 +163,41 @@ per_item() {
 per_item "BF.MADD, new items" BF.MADD g "${new[@]}"
 per_item "BF.INSERT, new items" BF.INSERT g ITEMS "${new[@]}"
 per_item "BF.MEXISTS, absent items" BF.MEXISTS g "${absent[@]}"
+stop_server
+fi
+
+# The same batch commands, and BF.ADD and BF.EXISTS single, split by where their instructions
+# go (scripts/instructions_split.py): a server of its own, as callgrind records each
+# instruction's address here (--dump-instr), which the tables above do not parse.
+if [[ " $sections " == *" split "* ]]; then
+command -v addr2line >/dev/null || { echo "needs addr2line" >&2; exit 1; }
+start_server "$module" split --dump-instr=yes
+cli BF.RESERVE g 0.001 10000000
+cli BF.RESERVE f 0.001 1000000
+cli BF.ADD f item
+split_row() {
+  local label=$1 per=$2 dump
+  shift 2
+  read -r dump _ < <(measure "$@")
+  echo "| $label | $(python3 "$(dirname "$0")/instructions_split.py" "$module" "$per" "$n" "$dump") |"
+}
+echo
+echo "Where the instructions go, per item (BF.ADD, BF.EXISTS: per command): all of them (without the server's timer);"
+echo "Redis's own path (reading, parsing, looking the command up, writing replies out); the module context"
+echo "Redis builds around the command; the glue and the core, and their parts"
+echo "| command | all | Redis's path | module context | glue | core | core: hashing | core: positions and blocks | core: testing and setting bits | core: counting | core: batch path | glue: arguments | glue: key | glue: reply | glue: replication | glue: events | glue: statistics | glue: capacity and limits | glue: handler |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+n=2000
+range=100000000000
+new=() absent=()
+for _ in $(seq 100); do new+=(__rand_int__); absent+=(a:__rand_int__); done
+split_row "BF.MADD, 100 new items" 100 BF.MADD g "${new[@]}"
+split_row "BF.INSERT, 100 new items" 100 BF.INSERT g ITEMS "${new[@]}"
+split_row "BF.MEXISTS, 100 absent items" 100 BF.MEXISTS g "${absent[@]}"
+n=20000
+range=100000
+split_row "BF.ADD f item, new" 1 BF.ADD f __rand_int__
+split_row "BF.EXISTS f item, present" 1 BF.EXISTS f item
 stop_server
 fi
 
