@@ -91,7 +91,9 @@ bench-core:
 
 ## bench-instructions: instructions per command in the server, counted by callgrind
 ## (repeatable on a noisy machine; needs valgrind): BF commands beside PING, EXISTS, GETBIT;
-## CF commands beside RedisBloom's module (REDISBLOOM), core and the rest apart
+## BF batch adds and lookups split into Redis's path and the glue's and core's parts (needs
+## addr2line, python3); CF commands beside RedisBloom's module (REDISBLOOM), core and the
+## rest apart
 bench-instructions: build
 	scripts/instructions.sh $(MODULE) $(REDISBLOOM)
 
