@@ -24,7 +24,10 @@
 //! servers with CF.LOADCHUNK (the same bytes: RedisBloom's format); CF.MEXISTS and CF.INSERT of
 //! 100 items per call, single CF.ADD, CF.EXISTS and CF.DEL; and MEMORY USAGE per item of each.
 //! `make bench-peer-cf` runs it at 10^7 items; `--items 100000000` is the size the targets
-//! are stated for (128 MiB of slots per server at bucket size 2).
+//! are stated for (128 MiB of slots per server at bucket size 2). `--cf-error e` then runs
+//! the same workloads on an extension filter (`CF.RESERVE ... ERROR e`'s shape for `--items`,
+//! filled to that capacity) in layerbloom's server, beside RedisBloom's rates on its own
+//! layout, with its bits per item (MEMORY USAGE) and false-positive rate measured at capacity.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -43,6 +46,8 @@ struct Options {
     peer: Option<std::path::PathBuf>,
     /// `--structure cf`: cuckoo filters against the peer instead of Bloom filters.
     cuckoo: bool,
+    /// `--cf-error e` (with `--structure cf`): also an extension filter (`ERROR e`).
+    cf_error: Option<f64>,
 }
 
 fn options() -> Options {
@@ -55,6 +60,7 @@ fn options() -> Options {
         rdb_only: false,
         peer: None,
         cuckoo: false,
+        cf_error: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -75,6 +81,7 @@ fn options() -> Options {
                     other => panic!("--structure bf|cf, not {other}"),
                 }
             }
+            "--cf-error" => o.cf_error = Some(value.parse().expect("--cf-error P")),
             other => panic!("unknown argument {other}"),
         }
         i += 2;
@@ -1113,27 +1120,175 @@ fn cuckoo_versus_peer(peer: &std::path::Path, o: &Options) {
     );
     println!("| workload | RedisBloom 2.8 items/s | layerbloom items/s | ratio |");
     println!("|---|---|---|---|");
-    let mut ours_rates = Vec::new();
+    let mut theirs_rates = Vec::new();
     for (w, (ours_r, theirs_r)) in workloads.iter().zip(rates) {
         let per = w.per_call as f64;
         let (a, b) = (median(theirs_r) * per, median(ours_r) * per);
         println!("| {} | {a:.0} | {b:.0} | {:.2}x |", w.name, b / a);
-        ours_rates.push((w.command, w.name, b));
+        theirs_rates.push((w.name, a));
     }
-    // The other bound: an add of new items within 1.3x of a lookup of absent ones.
-    let absent = ours_rates
-        .iter()
-        .find(|(_, name, _)| name.contains("absent"))
-        .map(|&(_, _, rate)| rate);
-    if let Some(absent) = absent {
-        println!();
-        for (command, _, rate) in &ours_rates {
-            if matches!(*command, "BF.MADD" | "BF.INSERT") {
-                println!(
-                    "layerbloom's {command} of new items costs {:.2}x its BF.MEXISTS of absent items per item (server time)",
-                    absent / rate
-                );
-            }
+    if let Some(error) = o.cf_error {
+        cuckoo_extension_rows(o, error, &mut ours_con, &ours_at, &theirs_rates);
+    }
+}
+
+/// `--cf-error e`: an extension filter of the shape `CF.RESERVE w <items> ERROR e` creates,
+/// built in-process with `--items` items (its capacity) and shipped with CF.LOADCHUNK to
+/// layerbloom's server; its bits per item and its false-positive rate (10^6 absent items)
+/// at capacity; then the workloads of the table above on it, beside RedisBloom's rates on its
+/// own layout from that table (RedisBloom has no such filter).
+fn cuckoo_extension_rows(
+    o: &Options,
+    error: f64,
+    con: &mut redis::Connection,
+    at: &str,
+    theirs: &[(&str, f64)],
+) {
+    use layerbloom_filter::cuckoo::rate::{self, Extension, SIZING_MAX_ITERATIONS};
+    use layerbloom_filter::cuckoo::{params, wide_codec, Limits, Params, WideFilter};
+    let t = Instant::now();
+    let ext = Extension::for_rate(error, None).expect("a rate the extension reaches");
+    let buckets = ext.buckets_for(o.items).expect("a filter that fits");
+    let p = Params {
+        bucket_size: ext.bucket_size,
+        max_iterations: SIZING_MAX_ITERATIONS,
+        expansion: params::DEFAULT_EXPANSION,
+    };
+    let mut f = WideFilter::new(buckets, p, ext.widths, error, u64::MAX).unwrap();
+    let limits = Limits::default();
+    let mut i = 0;
+    while i < o.items {
+        let take = (o.items - i).min(1000);
+        let batch: Vec<Vec<u8>> = (i..i + take).map(|j| item(1, j)).collect();
+        let refs: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+        for r in f.insert_many(&refs, false, &limits).unwrap() {
+            r.unwrap();
         }
+        i += take;
+    }
+    let (subs, slots) = (
+        f.sub_filters().len(),
+        f.sub_filters().iter().map(|s| s.slots()).sum::<u64>(),
+    );
+    let _: () = redis::cmd("DEL").arg("w").query(con).unwrap();
+    let mut it = 0;
+    while let Some((next, data)) = wide_codec::dump_chunk(&f, it) {
+        let _: () = redis::cmd("CF.LOADCHUNK")
+            .arg("w")
+            .arg(next)
+            .arg(data.as_ref())
+            .query(con)
+            .unwrap();
+        it = next;
+    }
+    drop(f);
+    let memory: i64 = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg("w")
+        .query(con)
+        .unwrap();
+    let probes = 1_000_000u64;
+    let mut positives = 0u64;
+    for call in 0..probes / 1000 {
+        let found: Vec<bool> = redis::cmd("CF.MEXISTS")
+            .arg("w")
+            .arg(
+                (0..1000)
+                    .map(|j| item(7, call * 1000 + j))
+                    .collect::<Vec<_>>(),
+            )
+            .query(con)
+            .unwrap();
+        positives += found.iter().filter(|&&b| b).count() as u64;
+    }
+    let load = o.items as f64 / slots as f64;
+    let bits = memory as f64 * 8.0 / o.items as f64;
+    let fewest = rate::bits_lower_bound(ext.bucket_size, load, error);
+    println!(
+        "\n## Extension filter: ERROR {error}, {} items ({buckets} buckets of {} slots of {} bits, {subs} sub-filter(s), load {load:.3}), built and loaded in {:.0} s\n",
+        o.items,
+        ext.bucket_size,
+        ext.widths.first,
+        t.elapsed().as_secs_f64()
+    );
+    println!(
+        "MEMORY USAGE {memory} bytes: {bits:.2} bits per item; the fewest for this rate at this load, log2(2b/e)/load, {fewest:.2} ({:+.1}%); false-positive rate at capacity {:.6} ({positives} of {probes} absent items), asked {error}\n",
+        (bits / fewest - 1.0) * 100.0,
+        positives as f64 / probes as f64
+    );
+    let singles = o.commands * SINGLE_STREAM_FACTOR;
+    let mut rng = 0x3c6e_f372_u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let items = o.items;
+    // New items for CF.INSERT and CF.ADD, never repeated across rounds and workloads.
+    let mut fresh = 0u64;
+    let mut new_item = move || {
+        fresh += 1;
+        item(2, fresh)
+    };
+    let mut rows = Vec::new();
+    for (name, command, per_call, calls) in [
+        (
+            "CF.MEXISTS, 100 items, ~63% present",
+            "CF.MEXISTS",
+            100,
+            o.commands,
+        ),
+        (
+            "CF.MEXISTS, 100 absent items",
+            "CF.MEXISTS",
+            100,
+            o.commands,
+        ),
+        ("CF.INSERT, 100 new items", "CF.INSERT", 100, o.commands),
+        ("CF.EXISTS, present item", "CF.EXISTS", 1, singles),
+        ("CF.ADD, new item", "CF.ADD", 1, singles),
+    ] {
+        let lines = calls * if per_call > 1 { per_call + 1 } else { 1 };
+        let cmd = command.to_lowercase();
+        let mut rates = Vec::new();
+        for _ in 0..o.rounds {
+            let mut out = Vec::new();
+            for _ in 0..calls {
+                let mut args = vec![command.as_bytes().to_vec(), b"w".to_vec()];
+                if command == "CF.INSERT" {
+                    args.push(b"ITEMS".to_vec());
+                }
+                for _ in 0..per_call {
+                    let r = next();
+                    args.push(match name {
+                        "CF.MEXISTS, 100 items, ~63% present" if r % 100 < 63 => {
+                            item(1, (r >> 8) % items)
+                        }
+                        "CF.MEXISTS, 100 items, ~63% present" => item(9, r >> 8),
+                        "CF.MEXISTS, 100 absent items" => item(8, r),
+                        "CF.EXISTS, present item" => item(1, r % items),
+                        _ => new_item(),
+                    });
+                }
+                encode(&mut out, &args);
+            }
+            rates.push(server_rate(con, at, &out, lines, &cmd) * per_call as f64);
+        }
+        rows.push((name, median(rates)));
+    }
+    println!(
+        "| workload | RedisBloom 2.8 items/s (its layout, above) | layerbloom ERROR {error} items/s | ratio |"
+    );
+    println!("|---|---|---|---|");
+    for (name, ours) in rows {
+        let theirs = theirs
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(f64::NAN, |&(_, r)| r);
+        println!(
+            "| {name} | {theirs:.0} | {ours:.0} | {:.2}x |",
+            ours / theirs
+        );
     }
 }

@@ -38,6 +38,79 @@ pub(crate) fn try_zeroed_vec<T: Zeroable>(len: u64) -> Result<Vec<T>, FilterErro
     Ok(unsafe { Vec::from_raw_parts(ptr, n, n) })
 }
 
+/// Arrays at least this large are backed by huge pages where the kernel allows it.
+pub(crate) const HUGE_PAGE: usize = 2 << 20;
+
+/// Asks the kernel to back a large array's reserved capacity with transparent huge pages
+/// (pages touched later fault in 2 MiB at a time; resident ones are collapsed in the
+/// background). A lookup in a large filter costs one cache miss and one TLB miss per line it
+/// reads; with 4 KiB pages the TLB miss (a page walk) costs as much as the cache miss, with
+/// 2 MiB pages a few hundred of them cover a whole filter. Only a hint: failure (no THP,
+/// other kernels) changes nothing but speed. The Bloom layers and the cuckoo sub-filters of
+/// both layouts share it.
+pub(crate) fn advise_huge_pages<T>(v: &Vec<T>) {
+    let len = v.capacity().saturating_mul(std::mem::size_of::<T>());
+    if len < HUGE_PAGE {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        let start = v.as_ptr() as usize;
+        let aligned = start.next_multiple_of(HUGE_PAGE);
+        let end = (start + len) / HUGE_PAGE * HUGE_PAGE;
+        if end > aligned {
+            // SAFETY: the range lies inside the vector's own allocation and is aligned to the
+            // huge page size; MADV_HUGEPAGE only changes how the kernel backs those pages, not
+            // their contents, validity or ownership.
+            unsafe {
+                libc::madvise(
+                    aligned as *mut libc::c_void,
+                    end - aligned,
+                    libc::MADV_HUGEPAGE,
+                );
+            }
+        }
+    }
+}
+
+/// Writes to random places of an array after which nearly every 4 KiB page of it is resident
+/// (four per page on average: all but `e^-4`, 2%), so that huge pages cost no more memory
+/// than the array already takes; `u64::MAX` (never) for an array too small for a huge page.
+/// Advising a sparse array instead makes each first touch of a 2 MiB range resident whole
+/// (measured on a Bloom layer: 100 items added to a new 1.9 GB filter made 356 MB resident).
+pub(crate) fn dense_after_writes(bytes: u64) -> u64 {
+    const TOUCHES_PER_PAGE: u64 = 4;
+    if bytes < HUGE_PAGE as u64 {
+        return u64::MAX;
+    }
+    bytes / 4096 * TOUCHES_PER_PAGE
+}
+
+/// Whether the kernel was asked for huge pages over the mapping holding `ptr` (its
+/// `VmFlags` in `/proc/self/smaps` carry `hg`); `None` where that cannot be read.
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) fn huge_pages_advised(ptr: *const u8) -> Option<bool> {
+    let at = ptr as usize;
+    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let mut inside = false;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if let Some((lo, hi)) = first.split_once('-') {
+            if let (Ok(lo), Ok(hi)) = (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+            {
+                inside = (lo..hi).contains(&at);
+                continue;
+            }
+        }
+        if inside {
+            if let Some(flags) = line.strip_prefix("VmFlags:") {
+                return Some(flags.split_whitespace().any(|f| f == "hg"));
+            }
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,6 +139,14 @@ mod tests {
             try_zeroed_vec::<u8>(isize::MAX as u64 - 4096),
             Err(FilterError::OutOfMemory { .. })
         ));
+    }
+
+    #[test]
+    fn only_arrays_of_a_huge_page_or_more_become_dense() {
+        assert_eq!(dense_after_writes(0), u64::MAX);
+        assert_eq!(dense_after_writes(HUGE_PAGE as u64 - 1), u64::MAX);
+        assert_eq!(dense_after_writes(HUGE_PAGE as u64), 2048);
+        assert_eq!(dense_after_writes(1 << 30), 1 << 20);
     }
 
     /// A 1 GiB zeroed array is only address space until written: allocating it writes

@@ -208,17 +208,18 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
     Ok(())
 }
 
-/// The filter under a key for an add, created with `create` when missing (`None`: a
-/// missing key is "ERR not found"); and the header of a filter it created.
+/// The filter under a key for an add, created with the shape `create` gives when missing
+/// (`None`: a missing key is "ERR not found"); and the header of a filter it created. The
+/// shape is asked for only then: CF.ADD's default one costs a sizing per call otherwise.
 fn filter_for_add<'k>(
     flags: &Flags,
     key: &'k RedisKeyWritable,
-    create: Option<Shape>,
+    create: impl FnOnce() -> Option<Shape>,
 ) -> Result<(&'k mut AnyFilter, Option<Vec<u8>>), BfError> {
     if let Some(filter) = write_filter(key)? {
         return Ok((filter, None));
     }
-    let filter = new_filter(flags, create.ok_or(BfError::NotFound)?)?;
+    let filter = new_filter(flags, create().ok_or(BfError::NotFound)?)?;
     let header = filter.header();
     Ok((store_filter(key, filter)?, Some(header)))
 }
@@ -236,7 +237,7 @@ pub fn addnx(ctx: &Context, args: &[RedisString]) -> CommandResult {
 fn add_one(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult {
     let flags = Flags::new(ctx);
     let key = ctx.open_key_writable(&args[1]);
-    let (filter, created) = filter_for_add(&flags, &key, Some(args::default_shape()))?;
+    let (filter, created) = filter_for_add(&flags, &key, || Some(args::default_shape()))?;
     let before = Figures::before_append(filter);
     let mark = LoadMark::of(filter);
     let item = args[2].as_slice();
@@ -300,7 +301,7 @@ fn insert_items(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult 
     };
     let item_args = &args[args.len() - parsed.items.len()..];
     let key = ctx.open_key_writable(&args[1]);
-    let (filter, created) = filter_for_add(&flags, &key, parsed.create)?;
+    let (filter, created) = filter_for_add(&flags, &key, || parsed.create)?;
     let before = Figures::before_append(filter);
     let mark = LoadMark::of(filter);
     let mut limits = UNREAD_LIMITS;

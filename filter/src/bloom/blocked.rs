@@ -24,6 +24,7 @@ use crate::bloom::layer::{Allocation, Layer, LayerPlan, LayerSummary};
 use crate::bloom::sizing::{self, Geometry, BLOCK_BYTES, MAX_BLOCKS_PER_ITEM, MIN_SIZING_ERROR};
 use crate::error::FilterError;
 use crate::hash::{mix64, ItemHash, GOLDEN_GAMMA};
+use crate::zeroed::{advise_huge_pages, HUGE_PAGE};
 
 /// Words in a block.
 const WORDS: usize = 8;
@@ -279,40 +280,6 @@ fn dense_mark(g: &Geometry) -> u64 {
         return u64::MAX;
     }
     (g.bytes() / 4096 * DENSE_TOUCHES).div_ceil(u64::from(g.blocks_per_item.max(1)))
-}
-
-/// Arrays at least this large are backed by huge pages where the kernel allows it.
-const HUGE_PAGE: usize = 2 << 20;
-
-/// Asks the kernel to back a large block array's reserved capacity with transparent huge
-/// pages (pages touched later fault in 2 MiB at a time; resident ones are collapsed in the
-/// background). A lookup in a large filter costs one cache miss
-/// and one TLB miss; with 4 KiB pages the TLB miss (a page walk) costs as much as the cache
-/// miss, with 2 MiB pages a few hundred of them cover a whole filter. Only a hint: failure
-/// (no THP, other kernels) changes nothing but speed.
-pub(crate) fn advise_huge_pages(v: &Vec<Block>) {
-    let len = v.capacity() * BLOCK_BYTES as usize;
-    if len < HUGE_PAGE {
-        return;
-    }
-    #[cfg(target_os = "linux")]
-    {
-        let start = v.as_ptr() as usize;
-        let aligned = start.next_multiple_of(HUGE_PAGE);
-        let end = (start + len) / HUGE_PAGE * HUGE_PAGE;
-        if end > aligned {
-            // SAFETY: the range lies inside the vector's own allocation and is aligned to the
-            // huge page size; MADV_HUGEPAGE only changes how the kernel backs those pages, not
-            // their contents, validity or ownership.
-            unsafe {
-                libc::madvise(
-                    aligned as *mut libc::c_void,
-                    end - aligned,
-                    libc::MADV_HUGEPAGE,
-                );
-            }
-        }
-    }
 }
 
 impl BlockedLayer {

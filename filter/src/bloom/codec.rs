@@ -200,7 +200,7 @@ impl LayerCodec for BlockedLayer {
         let before = blocks.capacity();
         grow_toward(blocks, blocks.len() + piece.len() / block, total / block)?;
         if blocks.capacity() != before {
-            crate::bloom::blocked::advise_huge_pages(blocks);
+            crate::zeroed::advise_huge_pages(blocks);
         }
         crate::bloom::blocked::extend_from_bytes(blocks, piece);
         Ok(())

@@ -205,7 +205,7 @@ pub fn filter_from_header(
     let mut subs = try_vec(lengths.len())?;
     for &len in &lengths {
         let buckets = len / u64::from(params.bucket_size);
-        subs.push(SubFilter::zeroed(buckets, params.bucket_size)?);
+        subs.push(SubFilter::zeroed_for_load(buckets, params.bucket_size)?);
     }
     Ok(CuckooFilter::from_parts(
         subs,
@@ -368,6 +368,8 @@ pub fn decode_rdb<S: RdbSource>(
             ));
         }
         let mut slots = try_vec(buffer.len())?;
+        // Before the copy writes every page, so that they fault in huge at once.
+        crate::zeroed::advise_huge_pages(&slots);
         slots.extend_from_slice(buffer);
         subs.push(SubFilter::from_slots(n, slots));
     }

@@ -58,14 +58,25 @@ fn alt_offset(fp: u8) -> u64 {
 }
 
 /// One sub-filter: `buckets` (a power of two) buckets of `bucket size` one-byte slots, laid
-/// out bucket after bucket exactly as RedisBloom persists them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// out bucket after bucket exactly as RedisBloom persists them. Equality is of the slots.
+#[derive(Debug, Clone, Eq)]
 pub struct SubFilter {
     buckets: u64,
     slots: Vec<u8>,
     /// Non-zero slots, kept by every write so that the load (health figures, the capacity
     /// warning after each add) costs no scan.
     occupied: u64,
+    /// The occupied count at which the slots are dense enough for huge pages
+    /// (`zeroed::dense_after_writes`); `u64::MAX` once they were asked for, or never.
+    huge_at: u64,
+}
+
+impl PartialEq for SubFilter {
+    fn eq(&self, other: &Self) -> bool {
+        self.buckets == other.buckets
+            && self.occupied == other.occupied
+            && self.slots == other.slots
+    }
 }
 
 impl SubFilter {
@@ -77,17 +88,35 @@ impl SubFilter {
             buckets,
             slots: crate::zeroed::try_zeroed_vec(bytes)?,
             occupied: 0,
+            huge_at: crate::zeroed::dense_after_writes(bytes),
         })
     }
 
-    /// A sub-filter from persisted slots (the caller checked `slots.len()`).
+    /// An empty sub-filter whose every slot is about to be written (`CF.LOADCHUNK`'s
+    /// chunks after a header): huge pages from the start cost no memory.
+    pub(crate) fn zeroed_for_load(buckets: u64, bucket_size: u8) -> Result<Self, FilterError> {
+        let mut sub = Self::zeroed(buckets, bucket_size)?;
+        sub.advise_huge_pages();
+        Ok(sub)
+    }
+
+    /// A sub-filter from persisted slots (the caller checked `slots.len()`). Every page is
+    /// written already, so the huge-page hint is the caller's, before it wrote them (a hint
+    /// after only lets the kernel collapse the pages slowly in the background).
     pub(crate) fn from_slots(buckets: u64, slots: Vec<u8>) -> Self {
         let occupied = count_occupied(&slots);
         SubFilter {
             buckets,
             slots,
             occupied,
+            huge_at: u64::MAX,
         }
+    }
+
+    /// Asks for huge pages over the slots, once.
+    fn advise_huge_pages(&mut self) {
+        crate::zeroed::advise_huge_pages(&self.slots);
+        self.huge_at = u64::MAX;
     }
 
     /// Its bucket count.
@@ -161,6 +190,9 @@ impl SubFilter {
             Some(i) => {
                 bucket[i] = fp;
                 self.occupied += 1;
+                if self.occupied == self.huge_at {
+                    self.advise_huge_pages();
+                }
                 true
             }
             None => false,
@@ -417,11 +449,13 @@ impl CuckooFilter {
         let mut subs = try_vec(self.subs.len())?;
         for s in &self.subs {
             let mut slots = try_vec(s.slots.len())?;
+            // Before the copy writes every page, so that they fault in huge at once.
+            crate::zeroed::advise_huge_pages(&slots);
             slots.extend_from_slice(&s.slots);
             subs.push(SubFilter {
-                buckets: s.buckets,
                 slots,
-                occupied: s.occupied,
+                huge_at: u64::MAX,
+                ..*s
             });
         }
         Ok(CuckooFilter { subs, ..*self })

@@ -2,6 +2,7 @@
 
 mod fixtures;
 mod health;
+mod pages;
 mod support;
 mod wide;
 mod work;

@@ -108,8 +108,9 @@ pub(crate) fn slot_bytes(buckets: u64, bucket_size: u8, bits: u8) -> Option<u64>
         .filter(|&b| b <= (isize::MAX as u64) - PAD_BYTES)
 }
 
-/// One sub-filter: `buckets` buckets of `bucket_size` slots of `bits` bits.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One sub-filter: `buckets` buckets of `bucket_size` slots of `bits` bits. Equality is of
+/// the slots.
+#[derive(Debug, Clone, Eq)]
 pub struct WideSub {
     buckets: u64,
     bucket_size: u8,
@@ -117,6 +118,57 @@ pub struct WideSub {
     /// The packed slots, then `PAD_BYTES` zero bytes.
     bytes: Vec<u8>,
     occupied: u64,
+    /// `SubFilter::huge_at`: the occupied count at which huge pages are asked for.
+    huge_at: u64,
+    /// Derived from the bucket size and width.
+    lanes: Lanes,
+}
+
+/// The constants of a bucket's compare in one 64-bit word: its fingerprint broadcast to
+/// every slot and XORed in, a slot is a match when its field is zero, and the classic test
+/// for a zero field (`(x - low) & !x & high`) finds them all at once, exactly for the first
+/// one (a borrow may mark fields above it). This replaces a loop over the slots, each cut
+/// out with its own shift and mask, whose trip count the compiler does not know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Lanes {
+    /// Bits per bucket (bucket size × width).
+    bucket_bits: u64,
+    /// The bucket's bits, or 0 for a bucket over 57 bits (which, at a bit offset of up to
+    /// 7, may not fit in the word read at its first byte): those are read slot by slot.
+    whole: u64,
+    /// The lowest bit of each slot's field.
+    low: u64,
+    /// The highest bit of each slot's field.
+    high: u64,
+}
+
+impl Lanes {
+    fn of(bucket_size: u8, bits: u8) -> Self {
+        let bucket_bits = u64::from(bucket_size) * u64::from(bits);
+        if bucket_bits > 57 {
+            return Lanes {
+                bucket_bits,
+                whole: 0,
+                low: 0,
+                high: 0,
+            };
+        }
+        let low = (0..u64::from(bucket_size)).fold(0u64, |l, s| l | 1 << (s * u64::from(bits)));
+        Lanes {
+            bucket_bits,
+            whole: (1u64 << bucket_bits) - 1,
+            low,
+            high: low << (bits - 1),
+        }
+    }
+}
+
+impl PartialEq for WideSub {
+    fn eq(&self, other: &Self) -> bool {
+        (self.buckets, self.bucket_size, self.bits, self.occupied)
+            == (other.buckets, other.bucket_size, other.bits, other.occupied)
+            && self.bytes == other.bytes
+    }
 }
 
 impl WideSub {
@@ -129,7 +181,27 @@ impl WideSub {
             bits,
             bytes: crate::zeroed::try_zeroed_vec(len + PAD_BYTES)?,
             occupied: 0,
+            huge_at: crate::zeroed::dense_after_writes(len),
+            lanes: Lanes::of(bucket_size, bits),
         })
+    }
+
+    /// An empty sub-filter whose every slot is about to be written (chunks after a header,
+    /// or persisted bytes): huge pages from the start cost no memory.
+    pub(crate) fn zeroed_for_load(
+        buckets: u64,
+        bucket_size: u8,
+        bits: u8,
+    ) -> Result<Self, FilterError> {
+        let mut sub = Self::zeroed(buckets, bucket_size, bits)?;
+        sub.advise_huge_pages();
+        Ok(sub)
+    }
+
+    /// Asks for huge pages over the slots, once.
+    fn advise_huge_pages(&mut self) {
+        crate::zeroed::advise_huge_pages(&self.bytes);
+        self.huge_at = u64::MAX;
     }
 
     /// A sub-filter from its persisted slot bytes (`data.len()` checked by the caller).
@@ -139,7 +211,7 @@ impl WideSub {
         bits: u8,
         data: &[u8],
     ) -> Result<Self, FilterError> {
-        let mut sub = Self::zeroed(buckets, bucket_size, bits)?;
+        let mut sub = Self::zeroed_for_load(buckets, bucket_size, bits)?;
         sub.bytes[..data.len()].copy_from_slice(data);
         sub.occupied = (0..sub.slots()).filter(|&i| sub.get(i) != 0).count() as u64;
         Ok(sub)
@@ -219,29 +291,48 @@ impl WideSub {
         bucket * u64::from(self.bucket_size) + s
     }
 
-    /// The first slot of bucket `b` holding `fp`. A bucket of at most 57 bits (4 slots of
-    /// up to 14 bits, 3 of up to 19: the usual shapes) is read as one word.
+    /// Whether the bucket is compared in one word (`Lanes`): at most 57 bits (4 slots of up
+    /// to 14 bits, 3 of up to 19: the usual shapes).
     #[inline]
-    fn find(&self, b: u64, fp: u32) -> Option<u64> {
-        let bs = u64::from(self.bucket_size);
-        let bits = u64::from(self.bits);
-        if bs * bits <= 57 {
-            let (_, shift, word) = self.word_at(b * bs);
-            let bucket = word >> shift;
-            let mask = self.field_mask();
-            return (0..bs).find(|&s| (bucket >> (s * bits)) & mask == u64::from(fp));
-        }
-        (0..bs).find(|&s| self.get(self.slot(b, s)) == fp)
+    fn one_word(&self) -> bool {
+        self.lanes.whole != 0
     }
 
-    /// Starts loading both candidate buckets of an item.
+    /// For a `one_word` sub-filter: the highest bit of each slot of bucket `b` holding `fp`
+    /// set, exactly for the first such slot (others above it may be marked too); 0 if none.
+    #[inline]
+    fn matches(&self, b: u64, fp: u32) -> u64 {
+        let l = &self.lanes;
+        let bit = b * l.bucket_bits;
+        let at = (bit >> 3) as usize;
+        let word = u64::from_le_bytes(self.bytes[at..at + 8].try_into().expect("8 bytes"));
+        let x = ((word >> (bit & 7)) & l.whole) ^ (u64::from(fp) * l.low);
+        x.wrapping_sub(l.low) & !x & l.high
+    }
+
+    /// The first slot of bucket `b` holding `fp`.
+    #[inline]
+    fn find(&self, b: u64, fp: u32) -> Option<u64> {
+        if self.one_word() {
+            let hit = self.matches(b, fp);
+            return (hit != 0).then(|| u64::from(hit.trailing_zeros()) / u64::from(self.bits));
+        }
+        (0..u64::from(self.bucket_size)).find(|&s| self.get(self.slot(b, s)) == fp)
+    }
+
+    /// Starts loading both candidate buckets of an item: the line of each one's first byte,
+    /// and of its last when it crosses into the next line.
     #[inline]
     fn prefetch(&self, h: &WideHash) {
         let m = self.mask();
-        let bs = u64::from(self.bucket_size);
+        let bits = self.lanes.bucket_bits;
         for b in [h.h1 & m, h.h2 & m] {
-            let at = (b * bs * u64::from(self.bits) / 8) as usize;
+            let first = b * bits;
+            let (at, last) = ((first >> 3) as usize, ((first + bits - 1) >> 3) as usize);
             super::filter::prefetch(self.bytes[at..].as_ptr());
+            if last >> 6 != at >> 6 {
+                super::filter::prefetch(self.bytes[last..].as_ptr());
+            }
         }
     }
 
@@ -251,6 +342,9 @@ impl WideSub {
             Some(s) => {
                 self.set(self.slot(b, s), fp);
                 self.occupied += 1;
+                if self.occupied == self.huge_at {
+                    self.advise_huge_pages();
+                }
                 true
             }
             None => false,
@@ -267,6 +361,10 @@ impl WideSub {
     fn holds(&self, h: &WideHash) -> bool {
         let fp = fingerprint(h.tag, self.bits);
         let m = self.mask();
+        if self.one_word() {
+            // Both buckets without a branch between them: their loads overlap.
+            return self.matches(h.h1 & m, fp) | self.matches(h.h2 & m, fp) != 0;
+        }
         self.find(h.h1 & m, fp).is_some() || self.find(h.h2 & m, fp).is_some()
     }
 
@@ -451,8 +549,14 @@ impl WideFilter {
         let mut subs = try_vec(self.subs.len())?;
         for s in &self.subs {
             let mut bytes = try_vec(s.bytes.len())?;
+            // Before the copy writes every page, so that they fault in huge at once.
+            crate::zeroed::advise_huge_pages(&bytes);
             bytes.extend_from_slice(&s.bytes);
-            subs.push(WideSub { bytes, ..*s });
+            subs.push(WideSub {
+                bytes,
+                huge_at: u64::MAX,
+                ..*s
+            });
         }
         Ok(WideFilter { subs, ..*self })
     }
@@ -748,5 +852,52 @@ impl WideFilter {
         }
         self.deletes = 0;
         spent
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The word-at-a-time compare finds exactly the first slot a slot-by-slot scan finds, for
+    /// every width and the bucket sizes on both sides of the one-word limit, with repeated
+    /// fingerprints, empty slots among full ones and fields of all ones.
+    #[test]
+    fn a_bucket_compared_in_one_word_finds_the_first_slot_a_scan_finds() {
+        let mut rng = 0x1234_5678_u64;
+        let mut next = move || {
+            rng = rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            crate::hash::mix64(rng)
+        };
+        let mut one_word_shapes = 0;
+        for bits in 4u8..=32 {
+            for bucket_size in 1u8..=9 {
+                let mut sub = WideSub::zeroed(16, bucket_size, bits).unwrap();
+                one_word_shapes += u32::from(sub.one_word());
+                let top = (1u64 << bits) - 1;
+                // Few distinct values, so that buckets repeat them; 1 and all ones are the
+                // fields a borrow of the zero test could confuse.
+                let values = [0, 1, 2, top, top - 1, next() & top, next() & top];
+                for i in 0..sub.slots() {
+                    sub.set(i, values[(next() % values.len() as u64) as usize] as u32);
+                }
+                for b in 0..16 {
+                    for &fp in &values {
+                        let fp = fp as u32;
+                        let scan =
+                            (0..u64::from(bucket_size)).find(|&s| sub.get(sub.slot(b, s)) == fp);
+                        assert_eq!(
+                            sub.find(b, fp),
+                            scan,
+                            "bits {bits} size {bucket_size} bucket {b}"
+                        );
+                        if sub.one_word() {
+                            assert_eq!(sub.matches(b, fp) != 0, scan.is_some());
+                        }
+                    }
+                }
+            }
+        }
+        assert!(one_word_shapes > 100, "{one_word_shapes}");
     }
 }

@@ -196,7 +196,7 @@ pub fn filter_from_header(
     }
     let mut subs = try_vec(shape.subs.len())?;
     for &(n, bits, _) in &shape.subs {
-        subs.push(WideSub::zeroed(n, shape.params.bucket_size, bits)?);
+        subs.push(WideSub::zeroed_for_load(n, shape.params.bucket_size, bits)?);
     }
     Ok(WideFilter::from_parts(
         subs,
