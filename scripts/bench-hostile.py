@@ -147,6 +147,27 @@ def attack_100k_nonscaling_inserts(c):
     return "OK"
 
 
+def attack_cf_insert_nearly_full(c):
+    # 1024 four-slot buckets, the longest walk, no growth, filled until an item does not fit:
+    # each new item walks 65535 evictions (and back) and fails.
+    c.q("CF.RESERVE", "k", 4096, "BUCKETSIZE", 4, "MAXITERATIONS", 65535, "EXPANSION", 0)
+    n = 0
+    while True:
+        r = c.q("CF.INSERT", "k", "ITEMS", *[f"f{n + i}" for i in range(100)])
+        n += 100
+        if -1 in r or isinstance(r[-1], str):
+            break
+    r = c.q("CF.INSERT", "k", "ITEMS", *[f"x{i}" for i in range(20000)])
+    return f"{len(r)} replies, last {r[-1]}"
+
+
+def attack_cf_insert_growing(c):
+    # Sub-filters of 16 buckets, each found full by a walk of 65535 evictions before it grows.
+    c.q("CF.RESERVE", "k", 64, "BUCKETSIZE", 4, "MAXITERATIONS", 65535, "EXPANSION", 1)
+    r = c.q("CF.INSERT", "k", "ITEMS", *[f"x{i}" for i in range(100000)])
+    return f"{len(r)} replies, last {r[-1]}"
+
+
 ATTACKS = [
     ("BF.RESERVE of a 3 GB filter", attack_reserve_3g),
     ("BF.RESERVE of 300M items", attack_reserve_300m),
@@ -158,6 +179,8 @@ ATTACKS = [
     ("LOADCHUNK zero chunk (16 MiB)", attack_loadchunk_zero_chunk),
     ("BF.RESERVE 3 GB under maxmemory 1gb", attack_reserve_huge_with_maxmemory),
     ("100 000 BF.INSERT NONSCALING cap 1", attack_100k_nonscaling_inserts),
+    ("CF.INSERT of 20 000 items, nearly full, 65535 iterations", attack_cf_insert_nearly_full),
+    ("CF.INSERT of 100 000 items growing 16-bucket sub-filters", attack_cf_insert_growing),
 ]
 
 
@@ -180,4 +203,5 @@ def main():
             p.wait()
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -174,6 +174,13 @@ pub enum BfError {
          sub-filters"
     )]
     CfTooManySubFilters { limit: usize },
+    /// A CF.INSERT / CF.INSERTNX stopped where its items' eviction walks could exceed the
+    /// command's budget (`layerbloom_filter::cuckoo::KICK_BUDGET`).
+    #[error(
+        "ERR problem inserting into filter: this command spent its budget of {budget} \
+         evictions; this item and the ones after it were not inserted"
+    )]
+    CfKickBudget { budget: u64 },
     /// layerbloom's extension: `ERROR e` of CF.RESERVE / CF.INSERT.
     #[error("ERR ERROR: value must be a number between 0 and 1, exclusive")]
     CfErrorRange,
@@ -427,6 +434,11 @@ mod tests {
                 BfError::CfTooManySubFilters { limit: 1024 },
                 "ERR problem inserting into filter: the filter has reached its maximum of 1024 \
                  sub-filters",
+            ),
+            (
+                BfError::CfKickBudget { budget: 1 << 20 },
+                "ERR problem inserting into filter: this command spent its budget of 1048576 \
+                 evictions; this item and the ones after it were not inserted",
             ),
         ];
         for (error, text) in table {

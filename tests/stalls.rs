@@ -247,3 +247,245 @@ fn a_filter_of_more_layers_than_the_cap_still_loads_from_the_aof_and_cannot_grow
     );
     assert_eq!(con.q::<i64>(&cmd!("BF.EXISTS", "long", "a")), 1);
 }
+
+// ---------------------------------------------------------------- cuckoo eviction walks
+
+/// The error that ends a CF.INSERT / CF.INSERTNX reply once its walks could exceed the
+/// command's budget of 2^20 evictions (README, "Adds are bounded").
+const KICK_BUDGET_ERROR: &str = "ERR problem inserting into filter: this command spent its \
+     budget of 1048576 evictions; this item and the ones after it were not inserted";
+
+/// `CF.INSERT` / `CF.INSERTNX key ITEMS items...`: the reply's elements.
+fn cf_insert_raw(
+    con: &mut redis::Connection,
+    command: &str,
+    key: &str,
+    items: &[Vec<u8>],
+) -> Vec<Value> {
+    let mut c = cmd!(command, key, "ITEMS");
+    for i in items {
+        c.arg(i.as_slice());
+    }
+    match con.raw(&c) {
+        Value::Array(elements) => elements,
+        other => panic!("{command} replied {other:?}"),
+    }
+}
+
+/// A non-scaling filter of 1024 four-slot buckets with the longest walk, filled 100 items a
+/// command until one does not fit (or a command's budget is spent): about 97% full, so most new items walk 65535 evictions
+/// and fail (about 1.5 ms each). Returns the items it holds.
+fn nearly_full_cuckoo(con: &mut redis::Connection, key: &str) -> Vec<Vec<u8>> {
+    con.ok(&cmd!(
+        "CF.RESERVE",
+        key,
+        4096,
+        "BUCKETSIZE",
+        4,
+        "MAXITERATIONS",
+        65535,
+        "EXPANSION",
+        0
+    ));
+    let mut held = Vec::new();
+    for batch in 0.. {
+        let items = common::cf_items(&format!("{key}:fill{batch}"), 100);
+        let replies = cf_insert_raw(con, "CF.INSERT", key, &items);
+        let mut full = false;
+        for (item, r) in items.iter().zip(&replies) {
+            match r {
+                Value::Int(1) => held.push(item.clone()),
+                Value::Int(-1) => full = true,
+                // Long walks that end in a free slot spend the budget too.
+                other if error_of(other).as_deref() == Some(KICK_BUDGET_ERROR) => full = true,
+                other => panic!("filling {key}: {other:?}"),
+            }
+        }
+        if full {
+            return held;
+        }
+    }
+    unreachable!()
+}
+
+/// The server-side time of the slowest command since the last `SLOWLOG RESET` (the server
+/// logs every command: `slowlog-log-slower-than 0`), in microseconds.
+fn slowest_us(con: &mut redis::Connection) -> i64 {
+    let entries: Vec<Vec<Value>> = con.q(&cmd!("SLOWLOG", "GET", "-1"));
+    entries
+        .iter()
+        .filter_map(|e| match e.get(2) {
+            Some(Value::Int(us)) => Some(*us),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_cf_insert_into_a_nearly_full_filter_stops_at_its_eviction_budget() {
+    let s = Server::builder()
+        .config("slowlog-log-slower-than", "0")
+        .config("slowlog-max-len", "1000")
+        .start();
+    let mut con = s.conn();
+    let held = nearly_full_cuckoo(&mut con, "cf");
+    assert_eq!(con.q::<i64>(&cmd!("COPY", "cf", "alone")), 1);
+    let new = common::cf_items("new", 20_000);
+    for command in ["CF.INSERT", "CF.INSERTNX"] {
+        con.ok(&cmd!("SLOWLOG", "RESET"));
+        // Unbounded, this walks 65535 evictions for nearly every item: half a minute.
+        let replies = cf_insert_raw(&mut con, command, "cf", &new);
+        let took = slowest_us(&mut con);
+        eprintln!(
+            "{command} of 20000 items: {} replies, {took} us",
+            replies.len()
+        );
+        let (last, answered) = replies.split_last().unwrap();
+        assert_eq!(
+            error_of(last).as_deref(),
+            Some(KICK_BUDGET_ERROR),
+            "{command}"
+        );
+        // 16 failed walks of 65535 evictions fit in 2^20; the 17th item that must walk is
+        // refused before it starts.
+        let failed = answered.iter().filter(|r| **r == Value::Int(-1)).count();
+        assert!(
+            (8..=16).contains(&failed),
+            "{command}: {failed} items did not fit"
+        );
+        // Every item before the stop answers as CF.ADD / CF.ADDNX of it alone does, on a
+        // copy of the filter, and leaves the same buckets.
+        let single = if command == "CF.INSERT" {
+            "CF.ADD"
+        } else {
+            "CF.ADDNX"
+        };
+        for (item, r) in new.iter().zip(answered) {
+            let alone = con.raw(&cmd!(single, "alone", item.as_slice()));
+            let want = match alone {
+                Value::Int(n) => Value::Int(n),
+                e => match error_of(&e).as_deref() {
+                    Some("Filter is full") => Value::Int(-1),
+                    other => panic!("{single}: {other:?}"),
+                },
+            };
+            assert_eq!(*r, want, "{command}");
+        }
+        assert_eq!(
+            digest(&mut con, "cf"),
+            digest(&mut con, "alone"),
+            "{command}"
+        );
+    }
+    // No item the filter held is lost.
+    let found: Vec<i64> = con.q(&{
+        let mut c = cmd!("CF.MEXISTS", "cf");
+        for i in &held {
+            c.arg(i.as_slice());
+        }
+        c
+    });
+    assert!(found.iter().all(|&f| f == 1), "an item was lost");
+}
+
+#[test]
+fn a_cf_insert_growing_a_filter_sub_filter_after_sub_filter_stops_at_its_eviction_budget() {
+    let s = Server::start();
+    let mut con = s.conn();
+    // 16 buckets a sub-filter: each fills in a few dozen items, and the walk that finds it
+    // full (65535 evictions, twice: the first pass cannot grow) precedes every growth.
+    // Unbounded, one command grows it to 1024 sub-filters: minutes.
+    con.ok(&cmd!(
+        "CF.RESERVE",
+        "grow",
+        64,
+        "BUCKETSIZE",
+        4,
+        "MAXITERATIONS",
+        65535,
+        "EXPANSION",
+        1
+    ));
+    let items = common::cf_items("g", 100_000);
+    let replies = cf_insert_raw(&mut con, "CF.INSERT", "grow", &items);
+    let (last, answered) = replies.split_last().unwrap();
+    assert_eq!(error_of(last).as_deref(), Some(KICK_BUDGET_ERROR));
+    assert!(answered.iter().all(|r| *r == Value::Int(1)), "{answered:?}");
+    let filters = common::cf_field(&mut con, "grow", "Number of filters");
+    // A sub-filter found full grows the filter without a walk, so more than 16 growths fit.
+    assert!((2..100).contains(&filters), "{filters} sub-filters");
+    assert_eq!(
+        common::cf_field(&mut con, "grow", "Number of items inserted"),
+        answered.len() as i64
+    );
+}
+
+/// Replicas and the AOF get such a command as the items that went in: they rebuild the
+/// primary's buckets exactly, whatever their own budget would have made of the command.
+#[test]
+fn a_cf_insert_stopped_by_its_eviction_budget_reaches_replicas_and_the_aof_exactly() {
+    require_own_server!();
+    let mut primary = Server::builder()
+        .config("appendonly", "yes")
+        .config("appendfsync", "always")
+        .start();
+    let replica = Server::builder().replica_of(&primary).start();
+    common::wait_for_link(&replica);
+    let mut con = primary.conn();
+    nearly_full_cuckoo(&mut con, "near");
+    con.ok(&cmd!(
+        "CF.RESERVE",
+        "grow",
+        64,
+        "BUCKETSIZE",
+        4,
+        "MAXITERATIONS",
+        65535,
+        "EXPANSION",
+        1
+    ));
+    con.ok(&cmd!(
+        "CF.RESERVE",
+        "ext",
+        64,
+        "ERROR",
+        0.01,
+        "MAXITERATIONS",
+        65535,
+        "EXPANSION",
+        1
+    ));
+    let mut stopped = 0;
+    for (command, key) in [
+        ("CF.INSERT", "near"),
+        ("CF.INSERTNX", "near"),
+        ("CF.INSERT", "grow"),
+        ("CF.INSERTNX", "grow"),
+        ("CF.INSERT", "ext"),
+    ] {
+        let replies = cf_insert_raw(&mut con, command, key, &common::cf_items(key, 20_000));
+        let last = replies.last().and_then(error_of);
+        if last.is_some() {
+            assert_eq!(last.as_deref(), Some(KICK_BUDGET_ERROR), "{command} {key}");
+            stopped += 1;
+        }
+    }
+    // The first command on each key walks most: it is stopped.
+    assert!(stopped >= 3, "{stopped} commands stopped by the budget");
+    let keys = ["near", "grow", "ext"];
+    let state = |con: &mut redis::Connection| -> Vec<(String, String)> {
+        keys.iter()
+            .map(|k| (digest(con, k), con.q(&cmd!("CF.DEBUG", *k))))
+            .collect()
+    };
+    let want = state(&mut con);
+    assert_eq!(con.q::<i64>(&cmd!("WAIT", 1, 10_000)), 1);
+    let mut rcon = replica.conn();
+    assert_eq!(state(&mut rcon), want, "on the replica");
+    drop(rcon);
+    drop(con);
+    primary.restart(Stop::NoSave);
+    let mut con = primary.conn();
+    assert_eq!(state(&mut con), want, "after the AOF replay");
+}

@@ -10,7 +10,7 @@
 use layerbloom_filter::cuckoo::health::LoadMark;
 use layerbloom_filter::cuckoo::params::DEFAULT_MAX_EXPANSIONS;
 use layerbloom_filter::cuckoo::{
-    AnyFilter, CuckooError, CuckooFilter, HeaderError, Limits as CfLimits, WideFilter,
+    AnyFilter, CuckooError, CuckooFilter, HeaderError, Limits as CfLimits, WideFilter, KICK_BUDGET,
 };
 use layerbloom_filter::format::{CodecError, Strictness};
 use layerbloom_filter::FilterError;
@@ -67,6 +67,9 @@ fn cf_error(limits: &Limits, e: CuckooError, creating: bool) -> BfError {
     match e {
         CuckooError::Full => BfError::CfFull,
         CuckooError::MaxExpansions => BfError::CfMaxExpansions,
+        CuckooError::KickBudget => BfError::CfKickBudget {
+            budget: KICK_BUDGET,
+        },
         CuckooError::Params(_) => BfError::Internal,
         CuckooError::Filter(FilterError::OverLimit { limit, .. }) if limits.is_memory(limit) => {
             BfError::OverMaxmemory
@@ -291,7 +294,10 @@ pub fn insertnx(ctx: &Context, args: &[RedisString]) -> CommandResult {
 
 /// One reply per item: added (1 / true), present (0, NX only), did not fit (-1; `false` in
 /// RESP3 for CF.INSERT, while CF.INSERTNX answers integers in both, as RedisBloom does). An
-/// error other than "did not fit" ends the array and the items after it are not processed.
+/// error other than "did not fit" ends the array and the items after it are not processed:
+/// a limit on growth, or the command's eviction budget (`KICK_BUDGET`, shared by both
+/// passes below, so one command never walks more than it whatever the limits; the item the
+/// first pass stops at for growth walks again in the second, and pays twice).
 fn insert_items(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult {
     let rest: Vec<&[u8]> = args[2..].iter().map(RedisString::as_slice).collect();
     let flags = Flags::new(ctx);
@@ -305,14 +311,16 @@ fn insert_items(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult 
     let before = Figures::before_append(filter);
     let mark = LoadMark::of(filter);
     let mut limits = UNREAD_LIMITS;
-    let mut outcome = filter.insert_many(parsed.items, nx, &NO_GROWTH);
+    let mut kicks = KICK_BUDGET;
+    let mut outcome = filter.insert_many_within(parsed.items, nx, &NO_GROWTH, &mut kicks);
     if let Ok(results) = &mut outcome {
         if results.last().is_some_and(needs_growth) {
             results.pop();
             let (real, core) = add_limits(&flags, filter);
             limits = real;
             // The sub-filter count is unchanged, so the expansion check passes again.
-            match filter.insert_many(&parsed.items[results.len()..], nx, &core) {
+            let rest = &parsed.items[results.len()..];
+            match filter.insert_many_within(rest, nx, &core, &mut kicks) {
                 Ok(rest) => results.extend(rest),
                 Err(e) => results.push(Err(e)),
             }

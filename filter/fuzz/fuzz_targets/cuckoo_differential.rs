@@ -12,14 +12,17 @@
 //!
 //! Input: `u8 bucket size, u8 capacity, u8 max iterations, u8 expansion, u8 max expansions,
 //! u8 memory limit`, then operations: an opcode byte (low 3 bits the operation, bit 3 NX for
-//! batches, bit 7 a raw item rather than one of a small universe) and its items.
+//! batches, bit 4 a batch's eviction budget from the next byte rather than `KICK_BUDGET`, bit
+//! 7 a raw item rather than one of a small universe) and its items.
 
 #![no_main]
 
 use std::collections::HashMap;
 
 use layerbloom_filter::cuckoo::rate::Widths;
-use layerbloom_filter::cuckoo::{params, CuckooFilter, Limits, ParamError, Params, WideFilter};
+use layerbloom_filter::cuckoo::{
+    params, CuckooError, CuckooFilter, Limits, ParamError, Params, WideFilter, KICK_BUDGET,
+};
 use layerbloom_fuzz::cuckoo::model::{self, Model};
 use layerbloom_fuzz::cuckoo::{check_shape, rdb_round_trip, scandump_round_trip};
 use layerbloom_fuzz::Input;
@@ -42,6 +45,15 @@ fn item(input: &mut Input, op: u8) -> Option<Vec<u8>> {
 fn items(input: &mut Input, op: u8) -> Option<Vec<Vec<u8>>> {
     let n = input.u8()? % 48;
     (0..n).map(|_| item(input, op)).collect()
+}
+
+/// A batch's eviction budget: `KICK_BUDGET`, or with bit 4 a small one (0 to 1020 swaps), so
+/// that batches of walks of up to 500 swaps meet it.
+fn kicks(input: &mut Input, op: u8) -> Option<u64> {
+    if op & 0x10 == 0 {
+        return Some(KICK_BUDGET);
+    }
+    input.u8().map(|b| u64::from(b) * 4)
 }
 
 fn same(core: &CuckooFilter, model: &Model, what: &str) {
@@ -166,16 +178,21 @@ fuzz_target!(|data: &[u8]| {
                 "add_nx"
             }
             2 => {
+                let Some(budget) = kicks(&mut input, op) else {
+                    break;
+                };
                 let Some(xs) = items(&mut input, op) else {
                     break;
                 };
                 let refs: Vec<&[u8]> = xs.iter().map(Vec::as_slice).collect();
                 let nx = op & 8 != 0;
+                let (mut left, mut model_left) = (budget, budget);
                 assert_eq!(
-                    core.insert_many(&refs, nx, &limits),
-                    model.insert_many(&xs, nx),
+                    core.insert_many_within(&refs, nx, &limits, &mut left),
+                    model.insert_many_within(&xs, nx, &mut model_left),
                     "insert_many"
                 );
+                assert_eq!(left, model_left, "evictions left after insert_many");
                 "insert_many"
             }
             3 => {
@@ -250,11 +267,21 @@ fn wide(input: &mut Input, buckets: u64, p: Params, widths: Widths, limits: Limi
                 }
             }
             2 => {
+                let Some(mut budget) = kicks(input, op) else {
+                    break;
+                };
                 let Some(xs) = items(input, op) else {
                     break;
                 };
                 let refs: Vec<&[u8]> = xs.iter().map(Vec::as_slice).collect();
-                if let Ok(results) = core.insert_many(&refs, op & 8 != 0, &limits) {
+                let nx = op & 8 != 0;
+                if let Ok(results) = core.insert_many_within(&refs, nx, &limits, &mut budget) {
+                    if let Some(at) = results
+                        .iter()
+                        .position(|r| *r == Err(CuckooError::KickBudget))
+                    {
+                        assert_eq!(at + 1, results.len(), "the budget's refusal ends the batch");
+                    }
                     for (x, r) in xs.iter().zip(results) {
                         if r == Ok(true) {
                             add(&mut held, x);

@@ -216,6 +216,18 @@ impl AnyFilter {
         either!(self, f => f.insert_many(items, nx, limits))
     }
 
+    /// `CuckooFilter::insert_many_within`: a batch within what is left of the command's
+    /// eviction budget.
+    pub fn insert_many_within(
+        &mut self,
+        items: &[&[u8]],
+        nx: bool,
+        limits: &Limits,
+        kicks: &mut u64,
+    ) -> Result<Vec<Result<bool, CuckooError>>, CuckooError> {
+        either!(self, f => f.insert_many_within(items, nx, limits, kicks))
+    }
+
     pub fn delete(&mut self, item: &[u8]) -> bool {
         either!(self, f => f.delete(item))
     }

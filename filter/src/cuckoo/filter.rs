@@ -22,6 +22,16 @@ const BATCH: usize = 32;
 /// 0.2 s on one core of a busy machine.
 pub const COMPACT_BUDGET: u64 = 1 << 20;
 
+/// Evictions (swaps of the walk, not counting their undo) one adding command may spend over
+/// all its items. Counted in swaps, not time, for the same reason as `COMPACT_BUDGET`: the
+/// primary, its replicas and an AOF replay stop at the same item. It covers 16 walks of the
+/// longest `max_iterations` (65535), so a single add never meets it, nor a batch whose items
+/// × `max_iterations` fit in it (100 items at the default 20 need at most 2000); without it a
+/// CF.INSERT of many items into a nearly full filter walks up to 65535 swaps per item over
+/// buckets of up to 255 slots, minutes in all. 2^20 swaps and their undo over 255-slot
+/// buckets take about 0.1 s.
+pub const KICK_BUDGET: u64 = 1 << 20;
+
 /// An item's fingerprint and its two candidate bucket hashes. A sub-filter of `n` buckets
 /// (a power of two) keeps the fingerprint in bucket `h1 mod n` or `h2 mod n`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -536,7 +546,11 @@ impl CuckooFilter {
     /// `CF.ADD`: adds the item even if present (a duplicate takes another slot).
     pub fn add(&mut self, item: &[u8], limits: &Limits) -> Result<(), CuckooError> {
         self.check_expansions(limits)?;
-        self.insert_hash(&CuckooHash::of(item), limits.max_bytes)
+        self.insert_hash(
+            &CuckooHash::of(item),
+            limits.max_bytes,
+            &mut KICK_BUDGET.clone(),
+        )
     }
 
     /// `CF.ADDNX`: adds the item unless it looks present; `Ok(false)` changed nothing.
@@ -546,18 +560,33 @@ impl CuckooFilter {
         if self.contains_hash(&h) {
             return Ok(false);
         }
-        self.insert_hash(&h, limits.max_bytes).map(|()| true)
+        self.insert_hash(&h, limits.max_bytes, &mut KICK_BUDGET.clone())
+            .map(|()| true)
     }
 
-    /// `CF.INSERT` (`nx` false) and `CF.INSERTNX` (`nx` true): the expansion limit is
-    /// checked once, before any item (`Err`); then one result per item, as if added one by
-    /// one: `Ok(true)` added, `Ok(false)` present (NX only), `Err(Full)` did not fit (the
-    /// next items are still tried). Any other error stops the batch: the results end there.
+    /// `CF.INSERT` (`nx` false) and `CF.INSERTNX` (`nx` true) within a fresh `KICK_BUDGET`:
+    /// `insert_many_within`.
     pub fn insert_many(
         &mut self,
         items: &[&[u8]],
         nx: bool,
         limits: &Limits,
+    ) -> Result<Vec<Result<bool, CuckooError>>, CuckooError> {
+        self.insert_many_within(items, nx, limits, &mut KICK_BUDGET.clone())
+    }
+
+    /// `CF.INSERT` / `CF.INSERTNX`: the expansion limit is checked once, before any item
+    /// (`Err`); then one result per item, as if added one by one: `Ok(true)` added,
+    /// `Ok(false)` present (NX only), `Err(Full)` did not fit (the next items are still
+    /// tried). Any other error stops the batch: the results end there. `kicks` is what is
+    /// left of the command's eviction budget, spent by each walk; an item whose walk could
+    /// need more than is left is refused with `Err(KickBudget)` before it walks.
+    pub fn insert_many_within(
+        &mut self,
+        items: &[&[u8]],
+        nx: bool,
+        limits: &Limits,
+        kicks: &mut u64,
     ) -> Result<Vec<Result<bool, CuckooError>>, CuckooError> {
         self.check_expansions(limits)?;
         let mut out = Vec::with_capacity(items.len());
@@ -573,7 +602,7 @@ impl CuckooFilter {
                 let result = if nx && self.contains_hash(h) {
                     Ok(false)
                 } else {
-                    self.insert_hash(h, limits.max_bytes).map(|()| true)
+                    self.insert_hash(h, limits.max_bytes, kicks).map(|()| true)
                 };
                 let stop = matches!(&result, Err(e) if *e != CuckooError::Full);
                 out.push(result);
@@ -586,10 +615,15 @@ impl CuckooFilter {
     }
 
     /// Adds a fingerprint: the first empty slot of its buckets from the newest sub-filter to
-    /// the oldest, else evictions in the newest, else a new sub-filter. A failure changes
-    /// nothing.
-    fn insert_hash(&mut self, h: &CuckooHash, max_bytes: u64) -> Result<(), CuckooError> {
-        if !self.place(h) && !self.kick_unless_full(h) {
+    /// the oldest, else evictions in the newest (within `kicks`), else a new sub-filter. A
+    /// failure changes nothing.
+    fn insert_hash(
+        &mut self,
+        h: &CuckooHash,
+        max_bytes: u64,
+        kicks: &mut u64,
+    ) -> Result<(), CuckooError> {
+        if !self.place(h) && !self.kick_within(h, kicks)? {
             if self.params.expansion == 0 {
                 return Err(CuckooError::Full);
             }
@@ -615,25 +649,33 @@ impl CuckooFilter {
     /// `kick`, skipped when the newest sub-filter has no empty slot: swaps keep the count of
     /// fingerprints, so every walk there ends undone and changes nothing, after up to
     /// `max_iterations` swaps over buckets of up to 255 slots (milliseconds per item).
-    fn kick_unless_full(&mut self, h: &CuckooHash) -> bool {
+    /// Refused with `KickBudget`, before any swap, when `kicks` could not pay a walk of
+    /// `max_iterations` swaps: a walk cut short would fail (or grow the filter) where
+    /// RedisBloom's succeeds. The swaps made are taken from `kicks`.
+    fn kick_within(&mut self, h: &CuckooHash, kicks: &mut u64) -> Result<bool, CuckooError> {
         match self.subs.last() {
-            Some(s) if !s.is_full() => self.kick(h),
-            _ => false,
+            Some(s) if !s.is_full() => {}
+            _ => return Ok(false),
         }
+        let max = u64::from(self.params.max_iterations);
+        if *kicks < max {
+            return Err(CuckooError::KickBudget);
+        }
+        let swaps = self.kick(h);
+        *kicks -= swaps.unwrap_or(max);
+        Ok(swaps.is_some())
     }
 
     /// The eviction walk in the newest sub-filter, from bucket `h1`: swap the fingerprint in
     /// hand with the victim slot (0, 1, ... cycling), carry the evicted one to its other
     /// bucket, stop at the first empty slot. Deterministic: it depends only on the item and
-    /// the filter. When it fails after `max_iterations` swaps, the swaps are undone in
-    /// reverse, which needs no log: with a power-of-two bucket count, a fingerprint's
-    /// previous bucket is its current one XOR its offset.
-    fn kick(&mut self, h: &CuckooHash) -> bool {
+    /// the filter. When it fails after `max_iterations` swaps (`None`), the swaps are undone
+    /// in reverse, which needs no log: with a power-of-two bucket count, a fingerprint's
+    /// previous bucket is its current one XOR its offset. `Some(swaps)` when it placed it.
+    fn kick(&mut self, h: &CuckooHash) -> Option<u64> {
         let bs = self.bs();
         let max = usize::from(self.params.max_iterations);
-        let Some(s) = self.subs.last_mut() else {
-            return false;
-        };
+        let s = self.subs.last_mut()?;
         let mask = s.mask();
         let mut b = h.h1 & mask;
         let mut hand = h.fp;
@@ -641,7 +683,7 @@ impl CuckooFilter {
             std::mem::swap(&mut hand, &mut s.bucket_mut(b, bs)[i % bs]);
             let next = (b ^ alt_offset(hand)) & mask;
             if s.put(next, bs, hand) {
-                return true;
+                return Some(i as u64 + 1);
             }
             if i + 1 < max {
                 b = next;
@@ -655,7 +697,7 @@ impl CuckooFilter {
             }
         }
         debug_assert_eq!(hand, h.fp);
-        false
+        None
     }
 
     /// Appends a sub-filter `expansion` times the newest one's size, within `max_bytes`.

@@ -34,6 +34,8 @@
 //! full instead. Sub-filter `i` has `buckets × expansion^i` buckets. An adding command is
 //! refused before any item once the filter has `max_expansions` (RedisBloom: 32)
 //! sub-filters; one `CF.INSERT` may still grow past it, up to [`params::MAX_SUB_FILTERS`].
+//! The walks of one batch share [`KICK_BUDGET`] evictions: an item whose walk could need more
+//! than is left is refused before it walks ([`CuckooError::KickBudget`]) and ends the batch.
 //!
 //! # Deletes
 //! A delete removes one slot equal to the fingerprint from the item's buckets, newest
@@ -48,6 +50,7 @@
 //! - Persisted data is validated and refused with an error where RedisBloom asserts,
 //!   divides by zero or truncates ([`codec`]); `CF.LOADCHUNK` never overwrites a fingerprint.
 //! - Sub-filters are capped at [`params::MAX_SUB_FILTERS`]; counters saturate.
+//! - A batch stops at its eviction budget ([`KICK_BUDGET`]); RedisBloom walks every item.
 //! - Items of RedisBloom's oldest encodings (1.x / 2.0, encoding versions 0..3) that were
 //!   placed with its former 32-bit hash are looked up with the 64-bit scheme, as RedisBloom
 //!   2.2+ does: the data cannot tell which hash placed it, and the recorded answers of
@@ -74,7 +77,7 @@ pub mod wide;
 pub mod wide_codec;
 
 pub use any::{AnyFilter, HeaderError};
-pub use filter::{CuckooFilter, CuckooHash, Info, Limits, SubFilter, ALT_MULTIPLIER};
+pub use filter::{CuckooFilter, CuckooHash, Info, Limits, SubFilter, ALT_MULTIPLIER, KICK_BUDGET};
 pub use params::{ParamError, Params};
 pub use wide::{WideFilter, WideSub};
 
@@ -89,6 +92,10 @@ pub enum CuckooError {
     /// The filter has reached the sub-filter count at which adding commands are refused.
     #[error("Maximum expansions reached")]
     MaxExpansions,
+    /// The adding command spent its eviction budget (`KICK_BUDGET`) before this item's walk:
+    /// this item and the ones after it are not tried.
+    #[error("the command's eviction budget is spent")]
+    KickBudget,
     /// Settings out of range.
     #[error(transparent)]
     Params(ParamError),

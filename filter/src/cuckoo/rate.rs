@@ -13,8 +13,9 @@
 //! the least any cuckoo filter of rate `ε` can cost is about `log2(2b/ε) / α(b)`. For a
 //! target `ε`, [`shape_for_rate`] takes, for each bucket size of [`REACHED_LOAD`], the
 //! narrowest `f` with `ε(f, b, α(b)) ≤ ε`, and keeps the one with the fewest bits per item.
-//! Sub-filter `i` of a scaling filter would be sized for `ε·2^-(i+1)` (each expansion one
-//! bit wider), so the rate of the whole filter stays under `ε`.
+//! The fingerprint widths of the sub-filters ([`widths_for`]) keep the rate of the whole
+//! filter under `ε` with every sub-filter full (`α = 1`), not at `α(b)`: deletes, the adds
+//! after them and compaction fill a sub-filter past the load inserts first reach.
 
 /// Eviction attempts an extension filter gets, so that its inserts reach `REACHED_LOAD`.
 pub const SIZING_MAX_ITERATIONS: u16 = 500;
@@ -129,9 +130,9 @@ impl Widths {
     }
 }
 
-/// The rate of sub-filters `1..sub_filters` at the reached load when sub-filter 1 has
-/// `second` bits: each later one a bit wider, up to 32.
-fn tail_rate(second: u8, bucket_size: u8, load: f64, sub_filters: usize) -> f64 {
+/// The rate of sub-filters `1..sub_filters`, full, when sub-filter 1 has `second` bits: each
+/// later one a bit wider, up to 32.
+fn tail_rate(second: u8, bucket_size: u8, sub_filters: usize) -> f64 {
     let widths = Widths {
         first: second,
         second,
@@ -142,32 +143,38 @@ fn tail_rate(second: u8, bucket_size: u8, load: f64, sub_filters: usize) -> f64 
         let bits = widths.of(i);
         if bits == *FINGERPRINT_BITS.end() {
             // Every later sub-filter has the same width.
-            return sum + (sub_filters - i) as f64 * false_positive_rate(bits, bucket_size, load);
+            return sum + (sub_filters - i) as f64 * false_positive_rate(bits, bucket_size, FULL);
         }
-        sum += false_positive_rate(bits, bucket_size, load);
+        sum += false_positive_rate(bits, bucket_size, FULL);
         i += 1;
     }
     sum
 }
 
-/// The widths of a filter of bucket size `b` (reaching `load`) for `rate`: the narrowest
-/// first width whose sub-filter meets the rate with room left, then the narrowest second
-/// width such that all `sub_filters` sub-filters together (at most the cap a filter may
-/// have) stay at or under `rate`. Sub-filter 0 holds most items, so it gets the most of
-/// the rate; `None` when no widths up to 32 bits reach it. Filters are sized for
+/// The load the widths are sized at: full. Inserts stop near `REACHED_LOAD`, but a
+/// fingerprint deleted from an older sub-filter leaves a slot that a later add (when the
+/// newer sub-filters' buckets are full) or a compaction (any fingerprint of a newer
+/// sub-filter whose bucket it is) fills without a walk, so every sub-filter may end full.
+const FULL: f64 = 1.0;
+
+/// The widths of a filter of bucket size `b` for `rate`: the narrowest first width whose
+/// sub-filter, full, meets the rate with room left, then the narrowest second width such
+/// that all `sub_filters` sub-filters together (at most the cap a filter may have), every one
+/// full, stay at or under `rate`. Sub-filter 0 holds most items, so it gets the most of the
+/// rate; `None` when no widths up to 32 bits reach it. Filters are sized for
 /// `params::DEFAULT_MAX_EXPANSIONS` sub-filters, where adding commands are refused: a filter
-/// that one `CF.INSERT` takes past them adds 32-bit sub-filters' rates (about 1e-9 each).
-pub fn widths_for(rate: f64, bucket_size: u8, load: f64, sub_filters: usize) -> Option<Widths> {
+/// that one `CF.INSERT` takes past them adds 32-bit sub-filters' rates (about 2e-9 each).
+pub fn widths_for(rate: f64, bucket_size: u8, sub_filters: usize) -> Option<Widths> {
     if !(rate > 0.0 && rate < 1.0) {
         return None;
     }
     FINGERPRINT_BITS.into_iter().find_map(|first| {
-        let left = rate - false_positive_rate(first, bucket_size, load);
+        let left = rate - false_positive_rate(first, bucket_size, FULL);
         if left <= 0.0 {
             return None;
         }
         (first..=*FINGERPRINT_BITS.end())
-            .find(|&second| tail_rate(second, bucket_size, load, sub_filters) <= left)
+            .find(|&second| tail_rate(second, bucket_size, sub_filters) <= left)
             .map(|second| Widths { first, second })
     })
 }
@@ -193,12 +200,7 @@ impl Extension {
                 (s.bucket_size, s.load)
             }
         };
-        let widths = widths_for(
-            rate,
-            bucket_size,
-            load,
-            super::params::DEFAULT_MAX_EXPANSIONS,
-        )?;
+        let widths = widths_for(rate, bucket_size, super::params::DEFAULT_MAX_EXPANSIONS)?;
         Some(Extension {
             bucket_size,
             load,
@@ -287,7 +289,7 @@ mod tests {
         let mut rate = 0.5;
         while rate > 1e-8 {
             for &(b, load) in REACHED_LOAD {
-                let Some(w) = widths_for(rate, b, load, 32) else {
+                let Some(w) = widths_for(rate, b, 32) else {
                     // 31 sub-filters of 32 bits alone take about 1e-7 (b = 8) of the rate.
                     assert!(rate < 3e-7, "{rate} {b}");
                     continue;
@@ -310,12 +312,37 @@ mod tests {
             }
             rate /= 1.9;
         }
-        let w = widths_for(0.01, 4, 0.955, 32).unwrap();
+        let w = widths_for(0.01, 4, 32).unwrap();
         assert_eq!((w.first, w.of(1) >= 12, w.of(2) - w.of(1)), (10, true, 1));
         assert_eq!(w.of(1000), 32);
-        assert_eq!(widths_for(1e-12, 4, 0.955, 32), None);
-        assert_eq!(widths_for(0.0, 4, 0.955, 32), None);
+        assert_eq!(widths_for(1e-12, 4, 32), None);
+        assert_eq!(widths_for(0.0, 4, 32), None);
         assert_eq!(reached_load(4), Some(0.955));
         assert_eq!(reached_load(2), None);
+    }
+
+    /// Deletes and compaction fill older sub-filters past the load inserts reach (a
+    /// fingerprint moves into any empty slot of its buckets there, no walk needed), up to
+    /// full: the widths must keep the rate with every sub-filter full.
+    #[test]
+    fn widths_keep_the_rate_with_every_sub_filter_full() {
+        let mut rate = 0.5;
+        while rate > 1e-8 {
+            for &(b, _) in REACHED_LOAD {
+                let Some(w) = widths_for(rate, b, 32) else {
+                    continue;
+                };
+                let full: f64 = (0..32).map(|i| false_positive_rate(w.of(i), b, 1.0)).sum();
+                assert!(full <= rate * (1.0 + 1e-9), "{rate} {b}: {w:?} {full}");
+            }
+            rate /= 1.3;
+        }
+        for rate in [0.05, 0.01, 0.001] {
+            let e = Extension::for_rate(rate, None).unwrap();
+            let full: f64 = (0..32)
+                .map(|i| false_positive_rate(e.widths.of(i), e.bucket_size, 1.0))
+                .sum();
+            assert!(full <= rate, "{rate}: {e:?} {full}");
+        }
     }
 }

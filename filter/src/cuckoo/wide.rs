@@ -36,7 +36,7 @@
 //! Sub-filter `i` has the width [`Widths::of`] gives: the first two were sized at creation
 //! ([`rate::widths_for`]) and persisted, every later one a bit wider (to 32).
 
-use super::filter::COMPACT_BUDGET;
+use super::filter::{COMPACT_BUDGET, KICK_BUDGET};
 use super::params::{Params, MAX_SUB_FILTERS};
 use super::rate::{self, Widths};
 use super::{CuckooError, ALT_MULTIPLIER};
@@ -631,7 +631,7 @@ impl WideFilter {
     pub fn add(&mut self, item: &[u8], limits: &super::Limits) -> Result<(), CuckooError> {
         self.check_expansions(limits)?;
         let h = self.hash(item);
-        self.insert_hash(&h, limits.max_bytes)
+        self.insert_hash(&h, limits.max_bytes, &mut KICK_BUDGET.clone())
     }
 
     pub fn add_nx(&mut self, item: &[u8], limits: &super::Limits) -> Result<bool, CuckooError> {
@@ -640,7 +640,8 @@ impl WideFilter {
         if self.contains_hash(&h) {
             return Ok(false);
         }
-        self.insert_hash(&h, limits.max_bytes).map(|()| true)
+        self.insert_hash(&h, limits.max_bytes, &mut KICK_BUDGET.clone())
+            .map(|()| true)
     }
 
     /// `CuckooFilter::insert_many`'s contract.
@@ -650,6 +651,17 @@ impl WideFilter {
         nx: bool,
         limits: &super::Limits,
     ) -> Result<Vec<Result<bool, CuckooError>>, CuckooError> {
+        self.insert_many_within(items, nx, limits, &mut KICK_BUDGET.clone())
+    }
+
+    /// `CuckooFilter::insert_many_within`'s contract.
+    pub fn insert_many_within(
+        &mut self,
+        items: &[&[u8]],
+        nx: bool,
+        limits: &super::Limits,
+        kicks: &mut u64,
+    ) -> Result<Vec<Result<bool, CuckooError>>, CuckooError> {
         self.check_expansions(limits)?;
         let mut out = Vec::with_capacity(items.len());
         for item in items {
@@ -657,7 +669,7 @@ impl WideFilter {
             let result = if nx && self.contains_hash(&h) {
                 Ok(false)
             } else {
-                self.insert_hash(&h, limits.max_bytes).map(|()| true)
+                self.insert_hash(&h, limits.max_bytes, kicks).map(|()| true)
             };
             let stop = matches!(&result, Err(e) if *e != CuckooError::Full);
             out.push(result);
@@ -668,8 +680,13 @@ impl WideFilter {
         Ok(out)
     }
 
-    fn insert_hash(&mut self, h: &WideHash, max_bytes: u64) -> Result<(), CuckooError> {
-        if !self.place(h) && !self.kick_unless_full(h) {
+    fn insert_hash(
+        &mut self,
+        h: &WideHash,
+        max_bytes: u64,
+        kicks: &mut u64,
+    ) -> Result<(), CuckooError> {
+        if !self.place(h) && !self.kick_within(h, kicks)? {
             if self.params.expansion == 0 {
                 return Err(CuckooError::Full);
             }
@@ -689,22 +706,29 @@ impl WideFilter {
         })
     }
 
-    fn kick_unless_full(&mut self, h: &WideHash) -> bool {
+    /// `CuckooFilter::kick_within`'s rules: skipped on a full newest sub-filter, refused
+    /// before any swap when `kicks` could not pay a whole walk.
+    fn kick_within(&mut self, h: &WideHash, kicks: &mut u64) -> Result<bool, CuckooError> {
         match self.subs.last() {
-            Some(s) if !s.is_full() => self.kick(h),
-            _ => false,
+            Some(s) if !s.is_full() => {}
+            _ => return Ok(false),
         }
+        let max = u64::from(self.params.max_iterations);
+        if *kicks < max {
+            return Err(CuckooError::KickBudget);
+        }
+        let swaps = self.kick(h);
+        *kicks -= swaps.unwrap_or(max);
+        Ok(swaps.is_some())
     }
 
     /// RedisBloom's eviction walk (see `CuckooFilter::kick`) in the newest sub-filter: the
     /// evicted fingerprint's other bucket is its bucket XOR the offset of its first-width
-    /// prefix, so the walk back needs no log either.
-    fn kick(&mut self, h: &WideHash) -> bool {
+    /// prefix, so the walk back needs no log either. `Some(swaps)` when it placed it.
+    fn kick(&mut self, h: &WideHash) -> Option<u64> {
         let max = u64::from(self.params.max_iterations);
         let first = self.widths.first;
-        let Some(s) = self.subs.last_mut() else {
-            return false;
-        };
+        let s = self.subs.last_mut()?;
         let bs = u64::from(s.bucket_size);
         let bits = s.bits;
         let other = |b: u64, fp: u32| b ^ alt_offset(narrow(fp, bits, first));
@@ -715,7 +739,7 @@ impl WideFilter {
             hand = s.set(s.slot(b, i % bs), hand);
             let next = other(b, hand) & mask;
             if s.put(next, hand) {
-                return true;
+                return Some(i + 1);
             }
             if i + 1 < max {
                 b = next;
@@ -728,7 +752,7 @@ impl WideFilter {
             }
         }
         debug_assert_eq!(hand, fingerprint(h.tag, bits));
-        false
+        None
     }
 
     fn grow(&mut self, max_bytes: u64) -> Result<(), CuckooError> {

@@ -2,11 +2,11 @@
 //! README ("Formats", "Filter semantics") and nothing else: a `Vec` of buckets per
 //! sub-filter, obvious loops, the eviction walk logged and undone from the log. The fast
 //! core (`layerbloom_filter::cuckoo`) must give the same reply and the same slot bytes after
-//! every operation. Only the memory limit and the sub-filter cap are layerbloom's own rules,
-//! not RedisBloom's; they are modelled with the core's public figures.
+//! every operation. Only the memory limit, the sub-filter cap and the eviction budget of a
+//! batch are layerbloom's own rules, not RedisBloom's; they are modelled from the README.
 
 use layerbloom_filter::cuckoo::params::MAX_SUB_FILTERS;
-use layerbloom_filter::cuckoo::{CuckooError, CuckooFilter};
+use layerbloom_filter::cuckoo::{CuckooError, CuckooFilter, KICK_BUDGET};
 use layerbloom_filter::hash::murmur64a;
 use layerbloom_filter::FilterError;
 
@@ -144,7 +144,7 @@ impl Model {
 
     pub fn add(&mut self, item: &[u8]) -> Result<(), CuckooError> {
         self.check_expansions()?;
-        self.insert(item)
+        self.insert(item, &mut KICK_BUDGET.clone())
     }
 
     pub fn add_nx(&mut self, item: &[u8]) -> Result<bool, CuckooError> {
@@ -152,7 +152,7 @@ impl Model {
         if self.contains(item) {
             return Ok(false);
         }
-        self.insert(item).map(|()| true)
+        self.insert(item, &mut KICK_BUDGET.clone()).map(|()| true)
     }
 
     pub fn insert_many(
@@ -160,13 +160,24 @@ impl Model {
         items: &[Vec<u8>],
         nx: bool,
     ) -> Result<Vec<Result<bool, CuckooError>>, CuckooError> {
+        self.insert_many_within(items, nx, &mut KICK_BUDGET.clone())
+    }
+
+    /// A batch whose walks share `kicks` evictions (README: "an item whose walk could need
+    /// more evictions than the command has left is refused, and the command stops there").
+    pub fn insert_many_within(
+        &mut self,
+        items: &[Vec<u8>],
+        nx: bool,
+        kicks: &mut u64,
+    ) -> Result<Vec<Result<bool, CuckooError>>, CuckooError> {
         self.check_expansions()?;
         let mut out = Vec::new();
         for item in items {
             let r = if nx && self.contains(item) {
                 Ok(false)
             } else {
-                self.insert(item).map(|()| true)
+                self.insert(item, kicks).map(|()| true)
             };
             let stop = matches!(&r, Err(e) if *e != CuckooError::Full);
             out.push(r);
@@ -177,7 +188,7 @@ impl Model {
         Ok(out)
     }
 
-    fn insert(&mut self, item: &[u8]) -> Result<(), CuckooError> {
+    fn insert(&mut self, item: &[u8], kicks: &mut u64) -> Result<(), CuckooError> {
         let h = hash(item);
         // The first empty slot of bucket h1, then h2, newest sub-filter to oldest.
         for sub in self.subs.iter_mut().rev() {
@@ -189,7 +200,27 @@ impl Model {
                 return Ok(());
             }
         }
-        if self.evict(h) {
+        // A walk in a sub-filter without an empty slot cannot succeed: the README says it
+        // is not made, so it needs and spends no budget (the model still walks it, to check
+        // that it fails and is undone).
+        let newest_full = self
+            .subs
+            .last()
+            .expect("a sub-filter")
+            .iter()
+            .all(|b| !b.contains(&0));
+        if !newest_full && *kicks < self.max_iterations as u64 {
+            return Err(CuckooError::KickBudget);
+        }
+        let (placed, swaps) = self.evict(h);
+        assert!(
+            !(placed && newest_full),
+            "a walk in a full sub-filter placed an item"
+        );
+        if !newest_full {
+            *kicks -= swaps;
+        }
+        if placed {
             self.items += 1;
             return Ok(());
         }
@@ -208,8 +239,9 @@ impl Model {
     }
 
     /// The eviction walk in the newest sub-filter, every swap logged; on failure the log is
-    /// replayed backwards.
-    fn evict(&mut self, h: Hashed) -> bool {
+    /// replayed backwards. Whether it placed the item, and the swaps it made (not counting
+    /// the undo).
+    fn evict(&mut self, h: Hashed) -> (bool, u64) {
         let bs = self.bucket_size;
         let sub = self.subs.last_mut().expect("a sub-filter");
         let n = sub.len() as u64;
@@ -224,7 +256,7 @@ impl Model {
             hand = evicted;
             bucket = other_bucket(bucket, hand, n);
             if put_first_empty(&mut sub[bucket as usize], hand) {
-                return true;
+                return (true, log.len() as u64);
             }
             victim = (victim + 1) % bs;
         }
@@ -232,7 +264,7 @@ impl Model {
             std::mem::swap(&mut hand, &mut sub[b as usize][v]);
         }
         assert_eq!(hand, h.fp, "the undo gives back the item's fingerprint");
-        false
+        (false, log.len() as u64)
     }
 
     fn grow(&mut self) -> Result<(), CuckooError> {

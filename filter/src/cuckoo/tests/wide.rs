@@ -431,3 +431,37 @@ fn measured_rate_at_capacity_meets_the_asked_rate_within_a_tenth_of_the_fewest_b
         );
     }
 }
+
+/// Deletes, the adds after them and compaction can fill every sub-filter, not only to the
+/// load inserts reach: the widths keep the rate even then (at 0.05 they once gave 0.051).
+#[test]
+fn a_filter_of_32_full_sub_filters_stays_under_its_rate() {
+    let limits = Limits::default();
+    let mut rng = Rng(32);
+    for error in [0.05, 0.01] {
+        let ext = Extension::for_rate(error, None).unwrap();
+        let params = Params {
+            bucket_size: ext.bucket_size,
+            max_iterations: rate::SIZING_MAX_ITERATIONS,
+            expansion: 1,
+        };
+        let mut f = WideFilter::new(1024, params, ext.widths, error, u64::MAX).unwrap();
+        let mut i = 0u64;
+        while f.sub_filters().len() < 32 {
+            f.add(format!("item:{i}").as_bytes(), &limits).unwrap();
+            i += 1;
+        }
+        // Every slot of every sub-filter holding a random fingerprint (a field of zero bits,
+        // 1 in 2^f, stays empty).
+        for s in f.sub_filters_mut() {
+            let bytes: Vec<u8> = (0..s.as_bytes().len()).map(|_| rng.next() as u8).collect();
+            s.write_bytes(0, &bytes);
+            assert!(s.load() > 0.99, "{error}: {}", s.load());
+        }
+        let estimated = f.estimated_fpr();
+        assert!(estimated <= error, "{error}: estimated {estimated}");
+        let measured = measured_fpr(&f, 1_000_000);
+        assert!(measured <= error, "{error}: measured {measured}");
+        println!("rate {error} with 32 full sub-filters: estimated {estimated:.5}, measured {measured:.5}");
+    }
+}

@@ -1,11 +1,16 @@
-//! Work bounds: compaction stops after its probe budget, and adds to a full sub-filter
-//! fail without walking, with RedisBloom's results wherever the bound is not reached.
+//! Work bounds: compaction stops after its probe budget, adds to a full sub-filter fail
+//! without walking, and a batch stops at its eviction budget, with RedisBloom's results
+//! wherever the bound is not reached.
 
 use std::time::{Duration, Instant};
 
 use super::super::filter::{SubFilter, COMPACT_BUDGET};
+use super::super::rate::Widths;
+use super::super::wide::WideSub;
 use super::{filter, Rng};
-use crate::cuckoo::{CuckooError, CuckooFilter, CuckooHash, Limits, Params};
+use crate::cuckoo::{
+    AnyFilter, CuckooError, CuckooFilter, CuckooHash, Limits, Params, WideFilter, KICK_BUDGET,
+};
 
 /// `subs` sub-filters of `buckets` buckets of 255 slots, every slot holding fingerprint 1
 /// but one slot of bucket 0 in each older sub-filter: no older sub-filter is full, yet
@@ -153,4 +158,180 @@ fn an_add_to_a_full_sub_filter_fails_at_once_and_changes_nothing() {
     );
     assert!(results.iter().all(|r| *r == Err(CuckooError::Full)));
     assert_eq!(f, before);
+}
+
+/// A non-scaling filter of `buckets` 4-slot buckets and the longest walk, filled one add at a
+/// time until an item does not fit: nearly full, so most new items walk all 65535 swaps and
+/// fail. The items it holds come with it.
+fn nearly_full(wide: bool, buckets: u64) -> (AnyFilter, Vec<Vec<u8>>) {
+    let p = Params {
+        bucket_size: 4,
+        max_iterations: 65_535,
+        expansion: 0,
+    };
+    let mut f: AnyFilter = if wide {
+        let widths = Widths {
+            first: 12,
+            second: 13,
+        };
+        WideFilter::new(buckets, p, widths, 0.01, u64::MAX)
+            .unwrap()
+            .into()
+    } else {
+        CuckooFilter::new(buckets, p, u64::MAX).unwrap().into()
+    };
+    let limits = Limits::default();
+    let mut held = Vec::new();
+    for i in 0u64.. {
+        let item = format!("f{i}").into_bytes();
+        match f.add(&item, &limits) {
+            Ok(()) => held.push(item),
+            Err(CuckooError::Full) => break,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    (f, held)
+}
+
+#[test]
+fn a_batch_into_a_nearly_full_filter_stops_at_its_eviction_budget_and_keeps_every_item() {
+    for wide in [false, true] {
+        let (mut f, held) = nearly_full(wide, 1024);
+        let items: Vec<Vec<u8>> = (0..2000).map(|i| format!("n{i}").into_bytes()).collect();
+        let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+        let mut one_by_one = f.clone();
+        let started = Instant::now();
+        let results = f.insert_many(&refs, false, &Limits::default()).unwrap();
+        let took = started.elapsed();
+        eprintln!("wide {wide}: {} results in {took:?}", results.len());
+        // Unbounded, each failing item walks 65535 swaps and back: seconds for the batch.
+        assert!(took < Duration::from_secs(2), "wide {wide}: {took:?}");
+        let (last, answered) = results.split_last().unwrap();
+        assert_eq!(*last, Err(CuckooError::KickBudget), "wide {wide}");
+        let failed = answered
+            .iter()
+            .filter(|r| **r == Err(CuckooError::Full))
+            .count();
+        // Each failed walk spent 65535 swaps: 16 fit in the budget, a 17th could not start.
+        assert!(failed <= 16, "wide {wide}: {failed}");
+        assert!(
+            failed >= 8,
+            "wide {wide}: {failed} failed walks: not nearly full"
+        );
+        // The items before the stop answer as added one by one (RedisBloom's answers), and
+        // the stopped item and those after it changed nothing.
+        let limits = Limits::default();
+        for (item, result) in items.iter().zip(answered) {
+            let alone = one_by_one.add(item, &limits).map(|()| true);
+            assert_eq!(alone, *result, "wide {wide}");
+        }
+        assert_eq!(f, one_by_one, "wide {wide}");
+        assert!(
+            held.iter().all(|i| f.contains(i)),
+            "wide {wide}: an item was lost"
+        );
+        // The next command has a budget of its own and goes on where this one stopped.
+        let rest = &refs[answered.len()..];
+        let next = f.insert_many(rest, false, &limits).unwrap();
+        assert_eq!(next[0], one_by_one.add(rest[0], &limits).map(|()| true));
+    }
+}
+
+/// A non-scaling filter of 64 two-slot buckets, every slot holding fingerprint 1 but slot 0
+/// of bucket 0 (8-bit slots in either layout): an item whose walk never reaches bucket 0
+/// walks all `max_iterations` swaps and fails, and the hole stays for the next item.
+fn one_hole(wide: bool, max_iterations: u16) -> AnyFilter {
+    let p = Params {
+        bucket_size: 2,
+        max_iterations,
+        expansion: 0,
+    };
+    let mut slots = vec![1u8; 128];
+    slots[0] = 0;
+    if wide {
+        let sub = WideSub::from_bytes(64, 2, 8, &slots).unwrap();
+        let widths = Widths {
+            first: 8,
+            second: 9,
+        };
+        WideFilter::from_parts(vec![sub], 127, 0, p, widths, 0.01).into()
+    } else {
+        CuckooFilter::from_parts(vec![SubFilter::from_slots(64, slots)], 127, 0, p).into()
+    }
+}
+
+#[test]
+fn a_batch_whose_walks_fit_in_the_budget_never_meets_it() {
+    // The default 20 swaps per walk: 52428 failing items fit in one command's budget.
+    for wide in [false, true] {
+        let f = one_hole(wide, 20);
+        let limits = Limits::default();
+        let n = (KICK_BUDGET / 20) as usize;
+        let items: Vec<Vec<u8>> = (0u64..)
+            .map(|i| format!("m{i}").into_bytes())
+            .filter(|item| {
+                let mut g = f.clone();
+                let mut kicks = 20;
+                let r = g.insert_many_within(&[item], false, &limits, &mut kicks);
+                r == Ok(vec![Err(CuckooError::Full)]) && kicks == 0
+            })
+            .take(n)
+            .collect();
+        let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+        let mut g = f.clone();
+        let mut kicks = KICK_BUDGET;
+        let results = g
+            .insert_many_within(&refs, false, &limits, &mut kicks)
+            .unwrap();
+        assert_eq!(results, vec![Err(CuckooError::Full); n], "wide {wide}");
+        assert_eq!(kicks, KICK_BUDGET - 20 * n as u64, "wide {wide}");
+        assert_eq!(g, f, "wide {wide}: failed walks changed the filter");
+        // One more such item would need more than is left.
+        let mut more = refs.clone();
+        more.push(refs[0]);
+        let results = f
+            .clone()
+            .insert_many_within(&more, false, &limits, &mut KICK_BUDGET.clone())
+            .unwrap();
+        assert_eq!(results.last(), Some(&Err(CuckooError::KickBudget)));
+        assert_eq!(results.len(), n + 1);
+    }
+}
+
+#[test]
+fn an_item_is_refused_before_its_walk_when_the_budget_left_cannot_pay_all_of_it() {
+    for wide in [false, true] {
+        let (f, _) = nearly_full(wide, 64);
+        let limits = Limits::default();
+        // An item that walks: its buckets are full.
+        let (item, swaps) = (0u64..)
+            .find_map(|i| {
+                let item = format!("w{i}").into_bytes();
+                let mut g = f.clone();
+                let mut kicks = KICK_BUDGET;
+                let r = g.insert_many_within(&[&item], false, &limits, &mut kicks);
+                let swaps = KICK_BUDGET - kicks;
+                (swaps > 0).then(|| (item, (swaps, r.unwrap())))
+            })
+            .unwrap();
+        let refs: [&[u8]; 1] = [&item];
+        let mut g = f.clone();
+        let mut kicks = 65_534;
+        let r = g.insert_many_within(&refs, false, &limits, &mut kicks);
+        assert_eq!(r, Ok(vec![Err(CuckooError::KickBudget)]), "wide {wide}");
+        assert_eq!(
+            (kicks, &g),
+            (65_534, &f),
+            "wide {wide}: a refusal spends nothing"
+        );
+        let mut kicks = 65_535;
+        let r = g.insert_many_within(&refs, false, &limits, &mut kicks);
+        assert_eq!(r, Ok(swaps.1), "wide {wide}");
+        assert_eq!(65_535 - kicks, swaps.0, "wide {wide}");
+        // Items that need no walk still go in with nothing left.
+        let mut empty = filter(64, 4, 65_535, 0);
+        let few: Vec<&[u8]> = vec![b"a", b"b", b"c"];
+        let r = empty.insert_many_within(&few, false, &limits, &mut 0);
+        assert_eq!(r, Ok(vec![Ok(true); 3]));
+    }
 }
