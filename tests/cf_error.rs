@@ -3,7 +3,7 @@
 //! command on such a key, persistence (SCANDUMP/LOADCHUNK, DEBUG RELOAD, DUMP/RESTORE, COPY,
 //! AOF rewrite), replication, and RedisBloom refusing such data instead of misreading it.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

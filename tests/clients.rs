@@ -14,7 +14,7 @@
 //!
 //! All also run against `REDIS_URL` (a container, say), using keys under their own prefix.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -44,7 +44,7 @@ fn python3_exists() -> bool {
 }
 
 /// The virtualenv with the pinned client, created (and the client installed) on first use or
-/// when the requirements change. Once per test binary: the BF and CF tests run in parallel,
+/// when the requirements change. Once per run: the BF and CF tests run in parallel,
 /// and two installs into one directory break each other on a fresh checkout.
 fn client_venv() -> PathBuf {
     static VENV: OnceLock<PathBuf> = OnceLock::new();

@@ -5,7 +5,7 @@
 //! `MIGRATE`) or with `redis-cli --cluster reshard`, or copying it with SCANDUMP / LOADCHUNK,
 //! keeps it intact: the same digest, every item still present.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::Duration;

@@ -2,8 +2,8 @@
 //! every documented error text, RESP2 and RESP3, module settings and the memory limit.
 //! The behaviour is REDISBLOOM_COMPAT.md plus layerbloom's documented decisions.
 
-mod common;
-mod table;
+use crate::common;
+use crate::table;
 
 use common::{
     bf_info, config_get, digest, error_of, items, key_exists, loadchunks, madd, mexists, scandump,

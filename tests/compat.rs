@@ -20,7 +20,7 @@
 //! the command, what RedisBloom answered and what layerbloom answered) and fails at the end
 //! with all of them.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;

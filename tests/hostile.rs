@@ -9,7 +9,7 @@
 //! it, an item added to it is found, it copies, dumps and reloads to the same digest), and in
 //! every case the server keeps serving and never logs a panic of the module.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -3,7 +3,7 @@
 //! small RESTORE payload), slip past the limit through the allocator's rounding, or fill the
 //! disk through the log.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

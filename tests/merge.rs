@@ -4,7 +4,7 @@
 //! the same filter, the keyspace event names the destination, and the replies are the same in
 //! RESP2 and RESP3. RedisBloom reads a merged classic filter back (the oracle test).
 
-mod common;
+use crate::common;
 
 use common::{
     bf_info, digest, events, items, key_exists, madd, mexists, redisbloom_path, scandump,

@@ -4,8 +4,8 @@
 //! Expected health figures are computed here from the filter's bits as `BF.SCANDUMP` returns
 //! them and its geometry as `BF.DEBUG` reports it, not taken from the module.
 
-mod common;
-mod table;
+use crate::common;
+use crate::table;
 
 use std::collections::HashMap;
 use std::time::Duration;

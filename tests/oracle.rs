@@ -18,7 +18,7 @@
 //! Every test collects all discrepancies (with the seed, the command and both replies) and
 //! fails at the end listing them.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;

@@ -3,7 +3,7 @@
 //! log), COPY, DUMP/RESTORE; MEMORY USAGE is honest; big filters are freed in the background;
 //! a corrupt DUMP payload is refused.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::time::Duration;

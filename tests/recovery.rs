@@ -4,7 +4,7 @@
 //! same filters, digest for digest; and whatever the module accepted, it can write to the AOF
 //! in a form it reads back.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::fs;

@@ -1,7 +1,7 @@
 //! A replica ends with filters identical to its primary's, whatever its own module settings:
 //! writes replicate their effective parameters, and a full sync carries the filters whole.
 
-mod common;
+use crate::common;
 
 use common::{
     bf_info, digest, error_of, items, loadchunks, madd, mexists, scandump, wait_for_link, Exec,

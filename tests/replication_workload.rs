@@ -8,7 +8,7 @@
 //! go through a full resync while writes go on. And an add that changes nothing is not
 //! replicated at all.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

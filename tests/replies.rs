@@ -7,7 +7,7 @@
 //! Every filter made here is small: RedisBloom 2.8 on Redis 7.0 aborts the server when a huge
 //! allocation fails.
 
-mod common;
+use crate::common;
 
 use common::{error_of, Exec, Server};
 use redis::{Cmd, Value};

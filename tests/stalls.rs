@@ -3,7 +3,7 @@
 //! test asserts the bound itself (resident bytes, a layer count, an error, the commands an
 //! AOF rewrite writes), never a time; `make bench-hostile` measures the times.
 
-mod common;
+use crate::common;
 
 use std::fs;
 

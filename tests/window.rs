@@ -6,7 +6,7 @@
 //! `bf-test-clock-offset-ms`), in steps of whole slices of a window far longer than any test
 //! runs: no assertion depends on how fast the machine is.
 
-mod common;
+use crate::common;
 
 use common::{
     bf_info, digest, error_of, info_i64, module_type_id, scandump, test_clock_module_path, text_of,

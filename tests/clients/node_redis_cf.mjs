@@ -6,49 +6,10 @@
 //
 //     LAYERBLOOM_NODE_MODULES=<dir with node_modules> node node_redis_cf.mjs <url> <key prefix>
 //
-// Prints one line per failed check and a closing 'N passed, N failed' line; exits 1 on any
-// failure. Every key it makes starts with the prefix and is deleted at the end.
+// Reports as tests/clients/checks.mjs says. Every key it makes starts with the prefix and is
+// deleted at the end.
 
-import { createRequire } from 'node:module';
-import { deepStrictEqual } from 'node:assert';
-import path from 'node:path';
-
-const require = createRequire(path.join(process.env.LAYERBLOOM_NODE_MODULES, 'index.js'));
-const { createClient, RESP_TYPES } = require('redis');
-
-const [URL, PREFIX] = process.argv.slice(2);
-let passed = 0;
-let failed = 0;
-
-function check(what, got, want) {
-  try {
-    deepStrictEqual(got, want);
-    passed += 1;
-  } catch {
-    failed += 1;
-    console.log(`FAILED: ${what}: got ${show(got)}, want ${show(want)}`);
-  }
-}
-
-function show(v) {
-  return JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? `${x}n` : x));
-}
-
-async function rejects(what, promise, text) {
-  try {
-    const v = await promise;
-    failed += 1;
-    console.log(`FAILED: ${what}: should fail with ${text}, got ${show(v)}`);
-  } catch (e) {
-    check(`${what} (error text)`, e.message, text);
-  }
-}
-
-/// CF.INFO as @redis/bloom parses it, as a plain object (RESP2: its own pairing of the flat
-/// array; RESP3: the map).
-function plain(info) {
-  return info instanceof Map ? Object.fromEntries(info) : { ...info };
-}
+import { RESP_TYPES, URL, PREFIX, createClient, check, plain, rejects, runProtocols } from './checks.mjs';
 
 async function run(resp) {
   const client = createClient({ url: URL, RESP: resp });
@@ -164,12 +125,4 @@ async function run(resp) {
   }
 }
 
-try {
-  await run(2);
-  await run(3);
-} catch (e) {
-  failed += 1;
-  console.log(`FAILED: unexpected error: ${e?.stack ?? e}`);
-}
-console.log(`node-redis ${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+await runProtocols(run);

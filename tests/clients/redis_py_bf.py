@@ -5,27 +5,13 @@ tests/clients/requirements.txt:
 
     python redis_py_bf.py redis://127.0.0.1:6379/ <key prefix>
 
-Prints one line per failed check and a closing 'N passed, N failed' line; exits 1 on any
-failure. Every key it makes starts with the prefix and is deleted at the end.
+Reports as tests/clients/checks.py says. Every key it makes starts with the prefix and is
+deleted at the end.
 """
-
-import sys
 
 import redis
 from redis.commands.bf.info import BFInfo
-
-URL, PREFIX = sys.argv[1], sys.argv[2]
-passed = 0
-failed = 0
-
-
-def check(what, condition, detail=""):
-    global passed, failed
-    if condition:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAILED: {what} {detail}")
+from checks import PREFIX, URL, check, run_protocols
 
 
 def key(name):
@@ -167,17 +153,4 @@ def run(protocol):
     r.close()
 
 
-for protocol in (2, 3):
-    try:
-        run(protocol)
-    except Exception as e:  # a crash is a failure, reported with its cause
-        failed += 1
-        print(f"FAILED: RESP{protocol} raised {type(e).__name__}: {e}")
-    finally:
-        cleanup = redis.Redis.from_url(URL)
-        for name in cleanup.scan_iter(match=f"{PREFIX}:*"):
-            cleanup.delete(name)
-        cleanup.close()
-
-print(f"redis-py {redis.__version__}: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+run_protocols(run)

@@ -58,7 +58,7 @@ impl std::fmt::Display for ServerKind {
     }
 }
 
-/// The server under test (asked once per test binary).
+/// The server under test (asked once per run).
 pub fn server() -> &'static ServerKind {
     static KIND: std::sync::OnceLock<ServerKind> = std::sync::OnceLock::new();
     KIND.get_or_init(|| {

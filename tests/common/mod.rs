@@ -1,5 +1,6 @@
-//! The integration tests' shared harness, split by concern; every test binary compiles it
-//! afresh (`mod common;`) and uses what it needs through the re-exports below.
+//! The integration tests' shared harness, split by concern; each test file (a module of the
+//! one integration binary, `tests/integration.rs`) uses what it needs through the re-exports
+//! below.
 //!
 //! - [`server`]: spawning and stopping servers of the tests' own, or the shared `REDIS_URL` one.
 //! - [`kind`]: which server binary and module the suite runs, and which server that is.
@@ -9,7 +10,7 @@
 //! - [`bf`]: `BF.*` helpers (`BF.INFO`, batched adds and probes, SCANDUMP walks) and workloads.
 //! - [`payloads`]: DUMP payloads and RDB values built field by field, with valid checksums.
 
-// Each test binary uses a different part of the harness: the rest is unused there.
+// A part of the harness may serve only tests that are ignored or not compiled here.
 #![allow(dead_code, unused_imports)]
 
 /// Builds a command from a name and arguments of any `ToRedisArgs` type:
