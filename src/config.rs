@@ -245,7 +245,10 @@ extern "C" fn set_numeric(
     match Numeric::from_privdata(privdata) {
         // Redis has already checked the registered bounds.
         Some(n) => {
-            n.cell().store(value, Ordering::Relaxed);
+            let old = n.cell().swap(value, Ordering::Relaxed);
+            if matches!(n, Numeric::CapacityWarning) && old != value {
+                crate::stats::warning_threshold_changed();
+            }
             raw::REDISMODULE_OK as c_int
         }
         None => set_error(err, "unknown setting"),

@@ -11,6 +11,7 @@
 
 use layerbloom_filter::bloom::chain::MAX_LAYERS;
 use layerbloom_filter::bloom::codec::CodecError;
+use layerbloom_filter::bloom::health::Load;
 use layerbloom_filter::{FilterError, ScalableFilter};
 use redis_module::ContextFlags;
 
@@ -67,12 +68,14 @@ impl Limits {
     /// `flags` (read only when the add may grow the filter). An add that cannot grow it gets
     /// no limits: only growth allocates, so the core never consults them and the errors of
     /// such an add (a full non-scaling filter, the layer cap) are not about them.
+    /// `load`: the filter's counts now.
     pub fn for_add<'f>(
         flags: impl FnOnce() -> &'f ContextFlags,
         current: &ScalableFilter,
+        load: &Load,
         items: usize,
     ) -> Self {
-        if !may_grow(current, items) {
+        if !may_grow(load, items) {
             return Limits {
                 filter: u64::MAX,
                 memory: None,
@@ -147,11 +150,9 @@ impl Limits {
 
 /// Whether adding `items` items could fill the newest layer and so grow the filter (never a
 /// non-scaling filter, or one at the layer cap: their adds are refused without allocating).
-fn may_grow(filter: &ScalableFilter, items: usize) -> bool {
-    if filter.expansion().is_none() || filter.layer_count() >= MAX_LAYERS {
+fn may_grow(load: &Load, items: usize) -> bool {
+    if load.expansion == 0 || load.layers >= MAX_LAYERS {
         return false;
     }
-    let newest = filter.layer_count().saturating_sub(1);
-    let (held, capacity) = filter.layer_load(newest).unwrap_or((0, 0));
-    capacity.saturating_sub(held) < items as u64
+    load.newest_capacity.saturating_sub(load.newest_items) < items as u64
 }

@@ -35,7 +35,7 @@
 
 use std::ffi::{c_int, CStr};
 
-use layerbloom_filter::bloom::health::{self, LoadMark};
+use layerbloom_filter::bloom::health::Load;
 use layerbloom_filter::cuckoo::health::{self as cuckoo_health, LoadMark as CfLoadMark};
 use layerbloom_filter::cuckoo::AnyFilter;
 use layerbloom_filter::{FilterError, ScalableFilter};
@@ -44,21 +44,24 @@ use redis_module::{raw, Context, ContextFlags, RedisString};
 use crate::config;
 use crate::log_limit;
 use crate::raw_api;
-use crate::stats::{self, Counts};
+use crate::stats;
 
 /// A filter's state before a write, to tell what the write changed.
 #[derive(Debug, Clone, Copy)]
 pub struct Before {
-    mark: LoadMark,
-    counts: Counts,
+    load: Load,
 }
 
 impl Before {
     pub fn of(filter: &ScalableFilter) -> Self {
         Before {
-            mark: LoadMark::of(filter),
-            counts: Counts::of(filter),
+            load: Load::of(filter),
         }
+    }
+
+    /// The filter's counts before the write.
+    pub fn load(&self) -> &Load {
+        &self.load
     }
 }
 
@@ -112,8 +115,9 @@ pub fn after_write(ctx: &Context, key: &RedisString, change: Change) {
                     verbatim,
                 },
             );
-            stats::changed(before.counts, filter);
-            capacity_warnings(ctx, key, before.mark, filter);
+            let after = Load::of(filter);
+            stats::changed(&before.load, &after, filter);
+            capacity_warnings(ctx, key, &before.load, &after, filter);
             notify_full(ctx, key, results);
         }
         Change::Loaded { created } => {
@@ -202,9 +206,15 @@ fn replicate_creation(ctx: &Context, key: &RedisString, header: &[u8]) {
 }
 
 /// Logs and notifies every layer the write took to the warning threshold.
-fn capacity_warnings(ctx: &Context, key: &RedisString, before: LoadMark, filter: &ScalableFilter) {
+fn capacity_warnings(
+    ctx: &Context,
+    key: &RedisString,
+    before: &Load,
+    after: &Load,
+    filter: &ScalableFilter,
+) {
     let percent = config::capacity_warning();
-    let crossed = health::crossings(before, filter, percent);
+    let crossed = before.crossings(after, filter, percent);
     if crossed.is_empty() || ctx.get_flags().contains(ContextFlags::LOADING) {
         return;
     }

@@ -17,10 +17,11 @@
 use std::collections::HashSet;
 use std::ffi::{c_int, CString};
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use layerbloom_filter::{bloom::health, ScalableFilter};
+use layerbloom_filter::bloom::health::{self, Load};
+use layerbloom_filter::ScalableFilter;
 use redis_module::raw;
 
 use crate::config;
@@ -32,6 +33,8 @@ static LAYERS: AtomicI64 = AtomicI64::new(0);
 static ITEMS: AtomicI64 = AtomicI64::new(0);
 static BYTES: AtomicI64 = AtomicI64::new(0);
 static OVER_WARNING: AtomicI64 = AtomicI64::new(0);
+/// Whether the warning threshold changed while filters were live (`warning_threshold_changed`).
+static WARNING_CHANGED: AtomicBool = AtomicBool::new(false);
 static CAPACITY_WARNINGS: AtomicI64 = AtomicI64::new(0);
 static REFUSED_FULL: AtomicI64 = AtomicI64::new(0);
 static REFUSED_GROW: AtomicI64 = AtomicI64::new(0);
@@ -104,27 +107,10 @@ pub fn entered(filter: &ScalableFilter) {
     );
 }
 
-/// A filter's layer and item counts before a write, for `changed`. Its bytes are not taken:
-/// they follow from its layers, which a write only appends to, so most writes (those that add
-/// no layer) never walk the layers for them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Counts {
-    layers: usize,
-    items: u64,
-}
-
-impl Counts {
-    pub fn of(filter: &ScalableFilter) -> Self {
-        Counts {
-            layers: filter.layer_count(),
-            items: filter.items(),
-        }
-    }
-}
-
-/// A write changed a filter whose counts were `before`.
-pub fn changed(before: Counts, filter: &ScalableFilter) {
-    let after = Counts::of(filter);
+/// A write took a filter from the counts `before` to `after` (its bytes are not taken: they
+/// follow from its layers, which a write only appends to, so most writes, those that add no
+/// layer, never walk the layers for them).
+pub fn changed(before: &Load, after: &Load, filter: &ScalableFilter) {
     // Only the totals that moved are written: each is a locked read-modify-write (tens of
     // cycles), and most adds move the items alone. Wrapping, as in `Figures::add_to_totals`:
     // the same figures' difference.
@@ -141,10 +127,23 @@ pub fn changed(before: Counts, filter: &ScalableFilter) {
             Ordering::Relaxed,
         );
     }
-    set_over(
-        filter,
-        health::over_warning(filter, config::capacity_warning()),
-    );
+    // The filter's place in the set is its state as of its last write (or entry); while the
+    // threshold has never changed under live filters, that is `before`'s, and a write that
+    // leaves the filter on the same side needs no lock.
+    let percent = config::capacity_warning();
+    let over = after.over_warning(percent);
+    if over != before.over_warning(percent) || WARNING_CHANGED.load(Ordering::Relaxed) {
+        set_over(filter, over);
+    }
+}
+
+/// The capacity-warning threshold changed. Filters recorded over or under the old one are
+/// reconciled by their next write, as before; from now on every write reconciles (which
+/// filters are still out of date is not known), unless no filter was live.
+pub fn warning_threshold_changed() {
+    if FILTERS.load(Ordering::Relaxed) != 0 {
+        WARNING_CHANGED.store(true, Ordering::Relaxed);
+    }
 }
 
 /// A filter is being freed (on the main thread or Redis's lazy-free thread).
@@ -272,11 +271,11 @@ mod tests {
         let empty_bytes = a.memory_usage() + b.memory_usage();
         assert_eq!(total("bytes"), empty_bytes.to_string());
         // A write that grows `a` past its 70% mark and into a second layer.
-        let before = Counts::of(&a);
+        let before = Load::of(&a);
         for i in 0..150 {
             a.add(format!("i{i}").as_bytes(), u64::MAX).unwrap();
         }
-        changed(before, &a);
+        changed(&before, &Load::of(&a), &a);
         assert_eq!(total("layers"), "3");
         assert_eq!(total("items"), a.items().to_string());
         assert_eq!(
@@ -285,11 +284,11 @@ mod tests {
         );
         // 150 items: the second layer (200) holds about 50, under its mark.
         assert_eq!(total("filters_over_warning"), "0");
-        let before = Counts::of(&a);
+        let before = Load::of(&a);
         for i in 150..300 {
             a.add(format!("i{i}").as_bytes(), u64::MAX).unwrap();
         }
-        changed(before, &a);
+        changed(&before, &Load::of(&a), &a);
         assert_eq!(total("items"), a.items().to_string());
         assert_eq!(total("filters_over_warning"), "1");
         freed(&a);

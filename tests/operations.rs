@@ -1003,6 +1003,36 @@ fn the_warning_threshold_can_be_changed_or_turned_off() {
         .contains("Bloom filter 'full' reached 100% of its capacity"));
 }
 
+/// `bf_filters_over_warning` counts each filter by the threshold in force at its last write:
+/// a CONFIG SET moves a filter across only when it is next written, whichever side of the old
+/// and new thresholds that write leaves it on.
+#[test]
+fn a_filter_is_counted_over_the_new_threshold_from_its_next_write() {
+    require_own_server!();
+    let s = Server::start();
+    let mut con = s.conn();
+    con.ok(&cmd!("BF.RESERVE", "k", "0.01", 100));
+    con.ok(&cmd!("BF.RESERVE", "other", "0.01", 100));
+    add_n(&mut con, "k", "a", 75);
+    assert_eq!(info_bf_i64(&mut con, "bf_filters_over_warning"), 1);
+    // Now under the threshold, but counted as of its last write until the next.
+    config_set(&mut con, "bf.bf-capacity-warning", "90");
+    assert_eq!(info_bf_i64(&mut con, "bf_filters_over_warning"), 1);
+    // A write that leaves it under 90%, as it found it.
+    add_n(&mut con, "k", "b", 5);
+    assert_eq!(info_bf_i64(&mut con, "bf_filters_over_warning"), 0);
+    // And back: 80 of 100 is over 70% before and after this write.
+    add_n(&mut con, "other", "a", 80);
+    assert_eq!(info_bf_i64(&mut con, "bf_filters_over_warning"), 0);
+    config_set(&mut con, "bf.bf-capacity-warning", "70");
+    assert_eq!(info_bf_i64(&mut con, "bf_filters_over_warning"), 0);
+    add_n(&mut con, "other", "b", 1);
+    assert_eq!(info_bf_i64(&mut con, "bf_filters_over_warning"), 1);
+    // A present item changes nothing but is a write all the same.
+    assert_eq!(con.q::<i64>(&cmd!("BF.ADD", "k", "a-0")), 0);
+    assert_eq!(info_bf_i64(&mut con, "bf_filters_over_warning"), 2);
+}
+
 // ---------------------------------------------------------------- INFO bf
 
 #[test]

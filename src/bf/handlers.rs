@@ -232,7 +232,7 @@ fn add_items(
         }
     };
     let before = Before::of(filter);
-    let limits = Limits::for_add(flags, filter, items.len());
+    let limits = Limits::for_add(flags, filter, before.load(), items.len());
     let limit = limits.bytes();
     // The batch path has exactly the effect of adding the items one by one; a single item
     // skips its vectors.

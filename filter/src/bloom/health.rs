@@ -211,6 +211,7 @@ fn ln_factorial(n: u64) -> f64 {
 
 /// The item count at which a layer of `capacity` items reaches `percent`% of its capacity:
 /// `ceil(capacity · percent / 100)`, at least 1.
+#[inline]
 pub fn warning_mark(capacity: u64, percent: u32) -> u64 {
     // In u64 when the product fits (every real capacity): a u128 division is a call into the
     // compiler's runtime on every add, a constant u64 one a multiply.
@@ -231,6 +232,79 @@ pub fn over_warning(filter: &ScalableFilter, percent: u32) -> bool {
         && filter
             .layer_load(newest)
             .is_some_and(|(items, capacity)| items >= warning_mark(capacity, percent))
+}
+
+/// The counts of a filter that the checks around a write read (its capacity marks, the
+/// statistics, whether it may grow), taken in one call: an add reads them before and after,
+/// and those are the only calls the common add (below its marks, no layer added) makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Load {
+    /// Its layers.
+    pub layers: usize,
+    /// Its items.
+    pub items: u64,
+    /// The newest layer's items.
+    pub newest_items: u64,
+    /// The newest layer's capacity.
+    pub newest_capacity: u64,
+    /// Its growth factor, 0 for non-scaling.
+    pub expansion: u32,
+}
+
+impl Load {
+    #[inline]
+    pub fn of(filter: &ScalableFilter) -> Self {
+        dispatch!(filter, ScalableFilter, c => chain_load(c))
+    }
+
+    /// Whether the newest layer is at or past `percent`% of its capacity (`percent` 0:
+    /// never): `over_warning` of the filter these counts are of.
+    #[inline]
+    pub fn over_warning(&self, percent: u32) -> bool {
+        percent > 0 && self.newest_items >= warning_mark(self.newest_capacity, percent)
+    }
+
+    /// The layers that crossed `percent`% of their capacity between these counts (before a
+    /// write) and `after`, of the same filter as `filter` is now: `crossings`, without reading
+    /// the filter again when no layer was added.
+    #[inline]
+    pub fn crossings(&self, after: &Load, filter: &ScalableFilter, percent: u32) -> Vec<Crossing> {
+        if percent == 0 {
+            return Vec::new();
+        }
+        if after.layers != self.layers {
+            let before = LoadMark {
+                layers: self.layers,
+                newest_items: self.newest_items,
+            };
+            return crossings(before, filter, percent);
+        }
+        let mark = warning_mark(after.newest_capacity, percent);
+        if self.newest_items < mark && after.newest_items >= mark {
+            vec![Crossing {
+                layer: after.layers.saturating_sub(1),
+                items: after.newest_items,
+                capacity: after.newest_capacity,
+            }]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+#[inline]
+fn chain_load<L: Layer>(chain: &Chain<L>) -> Load {
+    let (newest_items, newest_capacity) = chain.layers().last().map_or((0, 0), |l| {
+        let summary = l.summary();
+        (summary.items, summary.capacity)
+    });
+    Load {
+        layers: chain.layer_count(),
+        items: chain.items(),
+        newest_items,
+        newest_capacity,
+        expansion: chain.expansion_raw(),
+    }
 }
 
 /// A filter's load before a write: what `crossings` compares the filter with afterwards.
