@@ -157,4 +157,4 @@ test-heavy: build
 ## valgrind memcheck (about an hour on 2 cores); logs kept in target/valgrind-logs
 test-valgrind: build
 	LAYERBLOOM_VALGRIND=1 LAYERBLOOM_VALGRIND_LOGS=$(CURDIR)/target/valgrind-logs \
-	  $(CARGO) test --release -p layerbloom --test integration -- commands:: persistence:: hostile:: --test-threads=2
+	  $(CARGO) test --release -p layerbloom --test integration -- commands:: persistence:: hostile:: --skip cf_commands:: --test-threads=2

@@ -2,7 +2,7 @@
 //! harness (`common`), the command tables (`table`) and the dependencies are compiled and
 //! linked once rather than once per file. Each test spawns its own servers; run one file's
 //! tests with a filter, e.g. `cargo test --release -p layerbloom --test integration
-//! commands::`.
+//! persistence::` (a filter is a substring: `commands::` also runs `cf_commands::`).
 
 #[macro_use]
 mod common;

@@ -320,9 +320,13 @@ impl BlockedLayer {
             estimate: FprEstimate::STALE,
             dense_at: dense_mark(&meta.geometry),
         };
-        // The chunks that follow write every page: huge pages cost no memory here. A header
-        // without chunks still makes nothing resident (the hint allocates nothing).
-        advise_huge_pages(&layer.blocks);
+        // The chunks that follow a layer with items write every page: huge pages cost no
+        // memory there. A layer without items is a creation (how a replica and the AOF
+        // receive BF.RESERVE) or has no chunks: its sparse adds must not fault 2 MiB pages in,
+        // so it is hinted once dense, as a new layer is.
+        if meta.items > 0 {
+            advise_huge_pages(&layer.blocks);
+        }
         layer.refresh_estimate();
         Ok(layer)
     }
@@ -840,6 +844,36 @@ mod tests {
             assert_eq!(layer.items(), 5000);
             assert!(layer.is_full());
         }
+    }
+
+    /// A header's layer with items is about to be written whole (its chunks follow): huge
+    /// pages at once. One without items (a replicated BF.RESERVE) stays sparse until dense.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_loaded_layer_asks_for_huge_pages_at_once_and_a_created_one_only_once_dense() {
+        if !std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
+            eprintln!("no transparent huge pages on this kernel: nothing to check");
+            return;
+        }
+        let advised = |layer: &BlockedLayer| {
+            let start = layer.blocks.as_ptr() as usize;
+            let inside = start.next_multiple_of(HUGE_PAGE);
+            assert!(inside + HUGE_PAGE <= start + layer.blocks.len() * BLOCK_BYTES as usize);
+            crate::zeroed::huge_pages_advised(inside as *const u8)
+        };
+        // 4 * 10^7 items at 1%: ~48 MiB of blocks, over glibc's largest mmap threshold, so a
+        // fresh mapping no other test advised.
+        let created = BlockedLayer::new(40_000_000, 0.01).unwrap();
+        let mut meta = *created.meta();
+        assert_eq!(
+            advised(&BlockedLayer::zeroed_with_meta(meta).unwrap()),
+            Some(false)
+        );
+        meta.items = 1;
+        assert_eq!(
+            advised(&BlockedLayer::zeroed_with_meta(meta).unwrap()),
+            Some(true)
+        );
     }
 
     #[test]

@@ -205,7 +205,14 @@ pub fn filter_from_header(
     let mut subs = try_vec(lengths.len())?;
     for &len in &lengths {
         let buckets = len / u64::from(params.bucket_size);
-        subs.push(SubFilter::zeroed_for_load(buckets, params.bucket_size)?);
+        // Only a header with items has chunks to follow: an empty one is a creation (how a
+        // replica and the AOF receive CF.RESERVE), whose sparse adds must not fault 2 MiB
+        // pages in.
+        subs.push(if header.items > 0 {
+            SubFilter::zeroed_for_load(buckets, params.bucket_size)?
+        } else {
+            SubFilter::zeroed(buckets, params.bucket_size)?
+        });
     }
     Ok(CuckooFilter::from_parts(
         subs,

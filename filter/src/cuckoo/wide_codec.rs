@@ -196,7 +196,13 @@ pub fn filter_from_header(
     }
     let mut subs = try_vec(shape.subs.len())?;
     for &(n, bits, _) in &shape.subs {
-        subs.push(WideSub::zeroed_for_load(n, shape.params.bucket_size, bits)?);
+        let bucket_size = shape.params.bucket_size;
+        // As for RedisBloom's layout: an empty header is a creation, not a load.
+        subs.push(if header.classic.items > 0 {
+            WideSub::zeroed_for_load(n, bucket_size, bits)?
+        } else {
+            WideSub::zeroed(n, bucket_size, bits)?
+        });
     }
     Ok(WideFilter::from_parts(
         subs,

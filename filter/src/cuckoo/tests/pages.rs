@@ -1,6 +1,7 @@
 //! Huge pages: a large sub-filter of either layout asks for them once it is dense, or at once
-//! when every slot is about to be written (a header before its chunks, a copy); a sparse one
-//! does not (each first touch would make 2 MiB resident).
+//! when every slot is about to be written (a header with items before its chunks, a copy); a
+//! sparse one, or a replicated creation (an empty header), does not (each first touch would make
+//! 2 MiB resident).
 
 use super::super::codec::{self, Header};
 use super::super::rate::Widths;
@@ -49,6 +50,11 @@ fn a_large_sub_filter_asks_for_huge_pages_once_dense_and_a_loaded_one_at_once() 
     let header = Header::of(&f);
     let loaded = codec::filter_from_header(&header, Strictness::LoadChunk, u64::MAX).unwrap();
     assert_eq!(advised(loaded.sub_filters()[0].as_bytes()), Some(true));
+    // An empty filter's header (a replicated creation) is sparse until dense.
+    let empty = CuckooFilter::new(1 << 25, PARAMS, u64::MAX).unwrap();
+    let created =
+        codec::filter_from_header(&Header::of(&empty), Strictness::LoadChunk, u64::MAX).unwrap();
+    assert_eq!(advised(created.sub_filters()[0].as_bytes()), Some(false));
     let copy = f.try_clone().unwrap();
     assert_eq!(copy, f);
     assert_eq!(advised(copy.sub_filters()[0].as_bytes()), Some(true));
@@ -83,6 +89,11 @@ fn a_large_extension_sub_filter_asks_for_huge_pages_once_dense_and_a_loaded_one_
     let header = WideHeader::of(&f);
     let loaded = wide_codec::filter_from_header(&header, Strictness::LoadChunk, u64::MAX).unwrap();
     assert_eq!(advised(loaded.sub_filters()[0].as_bytes()), Some(true));
+    let empty = WideFilter::new(1 << 23, params, widths, 0.001, u64::MAX).unwrap();
+    let created =
+        wide_codec::filter_from_header(&WideHeader::of(&empty), Strictness::LoadChunk, u64::MAX)
+            .unwrap();
+    assert_eq!(advised(created.sub_filters()[0].as_bytes()), Some(false));
     let copy = f.try_clone().unwrap();
     assert_eq!(copy, f);
     assert_eq!(advised(copy.sub_filters()[0].as_bytes()), Some(true));
