@@ -12,7 +12,7 @@ pub const ALT_MULTIPLIER: u64 = 0x5bd1_e995;
 
 /// Items hashed and prefetched together by the batch paths: enough to overlap the cache
 /// misses of many items, few enough that their buckets stay in L1 until probed.
-const BATCH: usize = 32;
+pub(crate) const BATCH: usize = 32;
 
 /// Bucket probes (a source bucket read, or a bucket searched for an empty slot) one
 /// compaction may spend: `CF.COMPACT`, or the automatic one inside `CF.DEL`. Counted in

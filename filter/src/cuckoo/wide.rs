@@ -36,7 +36,7 @@
 //! Sub-filter `i` has the width [`Widths::of`] gives: the first two were sized at creation
 //! ([`rate::widths_for`]) and persisted, every later one a bit wider (to 32).
 
-use super::filter::{COMPACT_BUDGET, KICK_BUDGET};
+use super::filter::{BATCH, COMPACT_BUDGET, KICK_BUDGET};
 use super::params::{Params, MAX_SUB_FILTERS};
 use super::rate::{self, Widths};
 use super::{CuckooError, ALT_MULTIPLIER};
@@ -603,20 +603,32 @@ impl WideFilter {
     /// `contains` for many items: each batch hashed and its buckets requested in every
     /// sub-filter before any is probed, as for RedisBloom's layout.
     pub fn contains_many(&self, items: &[&[u8]]) -> Vec<bool> {
-        const BATCH: usize = 32;
         let mut out = Vec::with_capacity(items.len());
-        let mut hashes = [WideHash::from_hash(0, self.widths.first); BATCH];
+        let mut batch = [WideHash::from_hash(0, self.widths.first); BATCH];
         for chunk in items.chunks(BATCH) {
-            for (h, item) in hashes.iter_mut().zip(chunk) {
-                *h = self.hash(item);
-            }
-            let hashes = &hashes[..chunk.len()];
-            for s in self.subs.iter().rev() {
-                hashes.iter().for_each(|h| s.prefetch(h));
-            }
+            let hashes = self.hash_batch(chunk, &mut batch);
+            self.prefetch_batch(hashes, self.subs.len());
             out.extend(hashes.iter().map(|h| self.contains_hash(h)));
         }
         out
+    }
+
+    /// Hashes up to `BATCH` items into `batch`. A hash depends on the item and the first
+    /// width alone, so it stays valid while earlier items of the batch grow the filter.
+    #[inline]
+    fn hash_batch<'b>(&self, chunk: &[&[u8]], batch: &'b mut [WideHash; BATCH]) -> &'b [WideHash] {
+        for (h, item) in batch.iter_mut().zip(chunk) {
+            *h = self.hash(item);
+        }
+        &batch[..chunk.len()]
+    }
+
+    /// Starts loading both buckets of every hash in the newest `subs` sub-filters.
+    #[inline]
+    fn prefetch_batch(&self, hashes: &[WideHash], subs: usize) {
+        for s in self.subs.iter().rev().take(subs) {
+            hashes.iter().for_each(|h| s.prefetch(h));
+        }
     }
 
     // ---- inserts ------------------------------------------------------------------------
@@ -664,17 +676,23 @@ impl WideFilter {
     ) -> Result<Vec<Result<bool, CuckooError>>, CuckooError> {
         self.check_expansions(limits)?;
         let mut out = Vec::with_capacity(items.len());
-        for item in items {
-            let h = self.hash(item);
-            let result = if nx && self.contains_hash(&h) {
-                Ok(false)
-            } else {
-                self.insert_hash(&h, limits.max_bytes, kicks).map(|()| true)
-            };
-            let stop = matches!(&result, Err(e) if *e != CuckooError::Full);
-            out.push(result);
-            if stop {
-                break;
+        let mut batch = [WideHash::from_hash(0, self.widths.first); BATCH];
+        for chunk in items.chunks(BATCH) {
+            let hashes = self.hash_batch(chunk, &mut batch);
+            // A hint only, as for RedisBloom's layout: an insert finds room in the newest
+            // sub-filter first and seldom looks further, an NX insert's lookup reads them all.
+            self.prefetch_batch(hashes, if nx { self.subs.len() } else { 1 });
+            for h in hashes {
+                let result = if nx && self.contains_hash(h) {
+                    Ok(false)
+                } else {
+                    self.insert_hash(h, limits.max_bytes, kicks).map(|()| true)
+                };
+                let stop = matches!(&result, Err(e) if *e != CuckooError::Full);
+                out.push(result);
+                if stop {
+                    return Ok(out);
+                }
             }
         }
         Ok(out)
@@ -882,6 +900,141 @@ impl WideFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cuckoo::Limits;
+
+    type Batch = Result<Vec<Result<bool, CuckooError>>, CuckooError>;
+
+    /// The item-by-item loop the batch path replaced: the reference it must match.
+    fn one_by_one(
+        f: &mut WideFilter,
+        items: &[&[u8]],
+        nx: bool,
+        limits: &Limits,
+        kicks: &mut u64,
+    ) -> Batch {
+        f.check_expansions(limits)?;
+        let mut out = Vec::new();
+        for item in items {
+            let h = f.hash(item);
+            let result = if nx && f.contains_hash(&h) {
+                Ok(false)
+            } else {
+                f.insert_hash(&h, limits.max_bytes, kicks).map(|()| true)
+            };
+            let stop = matches!(&result, Err(e) if *e != CuckooError::Full);
+            out.push(result);
+            if stop {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Outcomes the random batches must reach for the comparison to mean something.
+    #[derive(Default)]
+    struct Seen {
+        added: u64,
+        present: u64,
+        full: u64,
+        kick_budget: u64,
+        over_limit: u64,
+        max_expansions: u64,
+        grown: u64,
+    }
+
+    /// The batch path (hashed and prefetched 32 at a time) leaves every slot, count and kick
+    /// budget as inserting the items one after another does, and answers each item alike,
+    /// through growth, NX duplicates, full non-scaling filters, spent eviction budgets, the
+    /// memory limit and the expansion limit, on widths and bucket sizes on both sides of the
+    /// one-word compare.
+    #[test]
+    fn batch_inserts_match_item_by_item_inserts_exactly() {
+        let mut rng = 0x5eed_u64;
+        let mut next = move || {
+            rng = rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            crate::hash::mix64(rng)
+        };
+        // (bucket size, first width, second width): one-word buckets and wider ones.
+        let shapes = [
+            (2, 8, 9),
+            (4, 12, 13),
+            (3, 17, 18),
+            (1, 5, 6),
+            (6, 12, 12),
+            (4, 20, 24),
+        ];
+        let mut seen = Seen::default();
+        for (round, &(bucket_size, first, second)) in shapes.iter().cycle().take(60).enumerate() {
+            let params = Params {
+                bucket_size,
+                max_iterations: [1, 5, 40][round % 3],
+                expansion: [0, 1, 2, 4][(round / 3) % 4],
+            };
+            let widths = Widths { first, second };
+            let mut batched = WideFilter::new(8, params, widths, 0.01, u64::MAX).unwrap();
+            let mut single = batched.clone();
+            // Room for a few sub-filters, so that growth ends on the memory limit or on the
+            // expansion limit, whichever comes first.
+            let limits = Limits {
+                max_expansions: 2 + (next() % 4) as usize,
+                max_bytes: batched.memory_usage() + next() % 2048,
+            };
+            let mut kicks_batched = 50 + next() % 400;
+            let mut kicks_single = kicks_batched;
+            let pool = 40 + next() % 400;
+            for _ in 0..12 {
+                let nx = next() % 2 == 0;
+                let len = (next() % 100) as usize;
+                let keys: Vec<[u8; 8]> = (0..len).map(|_| (next() % pool).to_le_bytes()).collect();
+                let items: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+                let subs = batched.subs.len();
+                let b = batched.insert_many_within(&items, nx, &limits, &mut kicks_batched);
+                let r = one_by_one(&mut single, &items, nx, &limits, &mut kicks_single);
+                assert_eq!(b, r, "round {round}");
+                assert_eq!(kicks_batched, kicks_single, "round {round}");
+                assert_eq!(batched, single, "round {round}");
+                assert_eq!(batched.items, single.items);
+                seen.grown += (batched.subs.len() - subs) as u64;
+                match &b {
+                    Err(CuckooError::MaxExpansions) => seen.max_expansions += 1,
+                    Err(e) => panic!("{e:?}"),
+                    Ok(results) => {
+                        for result in results {
+                            match result {
+                                Ok(true) => seen.added += 1,
+                                Ok(false) => seen.present += 1,
+                                Err(CuckooError::Full) => seen.full += 1,
+                                Err(CuckooError::KickBudget) => seen.kick_budget += 1,
+                                Err(CuckooError::Filter(FilterError::OverLimit { .. })) => {
+                                    seen.over_limit += 1
+                                }
+                                Err(e) => panic!("{e:?}"),
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let Seen {
+            added,
+            present,
+            full,
+            kick_budget,
+            over_limit,
+            max_expansions,
+            grown,
+        } = seen;
+        let all = [
+            added,
+            present,
+            full,
+            kick_budget,
+            over_limit,
+            max_expansions,
+            grown,
+        ];
+        assert!(all.iter().all(|&n| n > 0), "{all:?}");
+    }
 
     /// The word-at-a-time compare finds exactly the first slot a slot-by-slot scan finds, for
     /// every width and the bucket sizes on both sides of the one-word limit, with repeated
