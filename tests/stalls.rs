@@ -489,3 +489,191 @@ fn a_cf_insert_stopped_by_its_eviction_budget_reaches_replicas_and_the_aof_exact
     let mut con = primary.conn();
     assert_eq!(state(&mut con), want, "after the AOF replay");
 }
+
+/// `CF.COUNT key item` of every item, in one round trip.
+fn cf_counts(con: &mut redis::Connection, key: &str, items: &[Vec<u8>]) -> Vec<i64> {
+    let mut pipe = redis::pipe();
+    for i in items {
+        pipe.cmd("CF.COUNT").arg(key).arg(i.as_slice());
+    }
+    pipe.query(con).expect("CF.COUNT")
+}
+
+/// Asserts two keys hold the same filter: digest, CF.INFO, and CF.COUNT of every item.
+fn assert_same_cuckoo(con: &mut redis::Connection, got: &str, want: &str, items: &[Vec<u8>]) {
+    assert_eq!(
+        common::cf_info(con, got),
+        common::cf_info(con, want),
+        "{got}"
+    );
+    assert_eq!(
+        cf_counts(con, got, items),
+        cf_counts(con, want, items),
+        "{got}"
+    );
+    assert_eq!(digest(con, got), digest(con, want), "{got}");
+}
+
+/// What `single` (CF.ADD / CF.ADDNX) of each item, one command each, answers; an item that
+/// does not fit is -1, as CF.INSERT answers it.
+fn add_one_by_one(
+    con: &mut redis::Connection,
+    single: &str,
+    key: &str,
+    items: &[Vec<u8>],
+) -> Vec<i64> {
+    items
+        .iter()
+        .map(|item| match con.raw(&cmd!(single, key, item.as_slice())) {
+            Value::Int(n) => n,
+            e => match error_of(&e).as_deref() {
+                Some("Filter is full") => -1,
+                other => panic!("{single} {key}: {other:?}"),
+            },
+        })
+        .collect()
+}
+
+/// The AOF of a server that walks every item (RedisBloom, an earlier layerbloom) may hold a
+/// CF.INSERT / CF.INSERTNX past the budget: it is replayed whole, as its items went in there,
+/// and ends as the same items sent one command each.
+#[test]
+fn a_cf_insert_replayed_from_the_aof_is_not_stopped_by_its_eviction_budget() {
+    require_own_server!();
+    let mut s = Server::builder().command_aof().start();
+    let mut con = s.conn();
+    let mut held = nearly_full_cuckoo(&mut con, "near");
+    assert_eq!(con.q::<i64>(&cmd!("COPY", "near", "nearnx")), 1);
+    con.ok(&cmd!(
+        "CF.RESERVE",
+        "grow",
+        64,
+        "BUCKETSIZE",
+        4,
+        "MAXITERATIONS",
+        65535,
+        "EXPANSION",
+        1
+    ));
+    let cases = [
+        ("CF.INSERT", "CF.ADD", "near", common::cf_items("new", 300)),
+        (
+            "CF.INSERTNX",
+            "CF.ADDNX",
+            "nearnx",
+            common::cf_items("new", 300),
+        ),
+        ("CF.INSERT", "CF.ADD", "grow", common::cf_items("g", 1600)),
+    ];
+    let mut stops = Vec::new();
+    for (command, _, key, items) in &cases {
+        let alone = format!("{key}:alone");
+        assert_eq!(con.q::<i64>(&cmd!("COPY", *key, &alone)), 1);
+        // The premise: sent by a client, the command stops at its budget.
+        assert_eq!(con.q::<i64>(&cmd!("COPY", *key, "probe")), 1);
+        let replies = cf_insert_raw(&mut con, command, "probe", items);
+        assert_eq!(
+            replies.last().and_then(error_of).as_deref(),
+            Some(KICK_BUDGET_ERROR),
+            "{command} {key}"
+        );
+        stops.push(replies.len() - 1);
+        assert_eq!(con.q::<i64>(&cmd!("DEL", "probe")), 1);
+    }
+    let _ = con.raw(&cmd!("BGREWRITEAOF"));
+    common::wait_for_aof_rewrite(&mut con);
+    let mut aof = fs::read(aof_file(s.dir(), "b")).unwrap();
+    for (command, _, key, items) in &cases {
+        let mut args: Vec<&[u8]> = vec![command.as_bytes(), key.as_bytes(), b"ITEMS"];
+        args.extend(items.iter().map(Vec::as_slice));
+        aof.extend(resp_command(&args));
+    }
+    fs::write(aof_file(s.dir(), "b"), aof).unwrap();
+    drop(con);
+    s.restart(Stop::Kill);
+    let mut con = s.conn();
+    for ((_, single, key, items), stop) in cases.iter().zip(stops) {
+        let alone = format!("{key}:alone");
+        let answers = add_one_by_one(&mut con, single, &alone, items);
+        // Else the test could not tell a stopped replay from a whole one.
+        assert!(
+            answers[stop..].contains(&1),
+            "{key}: no item after the stop goes in"
+        );
+        held.extend(items.iter().cloned());
+        assert_same_cuckoo(&mut con, key, &alone, &held);
+        eprintln!(
+            "{key}: stop at {stop} of {}, {} sub-filters",
+            items.len(),
+            common::cf_field(&mut con, key, "Number of filters")
+        );
+    }
+}
+
+/// A replica of a primary that walks every item (RedisBloom 2.8) is sent its CF.INSERT /
+/// CF.INSERTNX as the client sent it, past our budget: it carries it out whole and holds
+/// what the primary holds.
+#[test]
+fn a_replica_of_redisbloom_is_not_stopped_by_the_eviction_budget() {
+    require_own_server!();
+    let Some(path) = common::redisbloom_path() else {
+        eprintln!("skipped: RedisBloom's module is not available");
+        return;
+    };
+    let primary = match Server::builder().module(&path).try_start() {
+        Ok(primary) => primary,
+        Err(e) => {
+            eprintln!("skipped: RedisBloom does not load on this server: {e}");
+            return;
+        }
+    };
+    // Writable, for the probe of the premise below.
+    let replica = Server::builder()
+        .replica_of(&primary)
+        .config("replica-read-only", "no")
+        .start();
+    common::wait_for_link(&replica);
+    let mut p = primary.conn();
+    let mut r = replica.conn();
+    let mut items = Vec::new();
+    for (command, key) in [("CF.INSERT", "near"), ("CF.INSERTNX", "nearnx")] {
+        items.extend(nearly_full_cuckoo(&mut p, key));
+        assert_eq!(p.q::<i64>(&cmd!("WAIT", 1, 10_000)), 1);
+        let new = common::cf_items(&format!("{key}:new"), 100);
+        // The premise: sent by a client to layerbloom, the command stops at its budget.
+        assert_eq!(r.q::<i64>(&cmd!("COPY", key, "probe")), 1);
+        let stopped = cf_insert_raw(&mut r, command, "probe", &new);
+        assert_eq!(
+            stopped.last().and_then(error_of).as_deref(),
+            Some(KICK_BUDGET_ERROR),
+            "{command}"
+        );
+        assert_eq!(r.q::<i64>(&cmd!("DEL", "probe")), 1);
+        let whole = cf_insert_raw(&mut p, command, key, &new);
+        assert_eq!(whole.len(), new.len(), "{command}");
+        // Else the test could not tell a stopped command from a whole one.
+        assert!(
+            whole[stopped.len() - 1..].contains(&Value::Int(1)),
+            "{command}: no item after the stop goes in"
+        );
+        items.extend(new);
+    }
+    assert_eq!(p.q::<i64>(&cmd!("WAIT", 1, 10_000)), 1);
+    for key in ["near", "nearnx"] {
+        assert_eq!(
+            common::cf_info(&mut r, key),
+            common::cf_info(&mut p, key),
+            "{key}"
+        );
+        assert_eq!(
+            cf_counts(&mut r, key, &items),
+            cf_counts(&mut p, key, &items),
+            "{key}"
+        );
+        assert_eq!(
+            common::cf_scandump(&mut r, key),
+            common::cf_scandump(&mut p, key),
+            "{key}"
+        );
+    }
+}

@@ -173,13 +173,18 @@ const UNREAD_LIMITS: Limits = Limits {
     memory: None,
 };
 
+/// Whether the command was sent by a primary or is replayed from the AOF: it was carried out
+/// there already, possibly by RedisBloom, and must be carried out here as sent.
+fn from_primary_or_aof(flags: &Flags) -> bool {
+    flags
+        .get()
+        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
+}
+
 /// The syntax a command is read with: RedisBloom's for commands replayed from the AOF or
 /// sent by a primary (they may be RedisBloom's), layerbloom's strict one for clients.
 fn syntax(flags: &Flags) -> Syntax {
-    if flags
-        .get()
-        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
-    {
+    if from_primary_or_aof(flags) {
         Syntax::RedisBloom
     } else {
         Syntax::Strict
@@ -297,7 +302,10 @@ pub fn insertnx(ctx: &Context, args: &[RedisString]) -> CommandResult {
 /// error other than "did not fit" ends the array and the items after it are not processed:
 /// a limit on growth, or the command's eviction budget (`KICK_BUDGET`, shared by both
 /// passes below, so one command never walks more than it whatever the limits; the item the
-/// first pass stops at for growth walks again in the second, and pays twice).
+/// first pass stops at for growth walks again in the second, and pays twice). A command from
+/// a primary or the AOF is never stopped by the budget: its sender may be RedisBloom, or an
+/// earlier layerbloom, which walk every item, and one our primary sends holds only items that
+/// went in within the budget there; stopping it would leave the replica without the rest.
 fn insert_items(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult {
     let rest: Vec<&[u8]> = args[2..].iter().map(RedisString::as_slice).collect();
     let flags = Flags::new(ctx);
@@ -311,16 +319,36 @@ fn insert_items(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult 
     let before = Figures::before_append(filter);
     let mark = LoadMark::of(filter);
     let mut limits = UNREAD_LIMITS;
+    let mut core = None;
     let mut kicks = KICK_BUDGET;
+    let mut unbounded = false;
     let mut outcome = filter.insert_many_within(parsed.items, nx, &NO_GROWTH, &mut kicks);
     if let Ok(results) = &mut outcome {
-        if results.last().is_some_and(needs_growth) {
+        // Each pass resumes at the item the previous one stopped at, after one of two things
+        // that happen at most once: the first growth (read the real limits), or a replayed
+        // command's budget running out (lift it).
+        loop {
+            match results.last() {
+                Some(last) if core.is_none() && needs_growth(last) => {
+                    let (real, grow) = add_limits(&flags, filter);
+                    limits = real;
+                    core = Some(grow);
+                }
+                Some(Err(CuckooError::KickBudget)) if !unbounded && from_primary_or_aof(&flags) => {
+                    unbounded = true;
+                    kicks = u64::MAX;
+                }
+                _ => break,
+            }
             results.pop();
-            let (real, core) = add_limits(&flags, filter);
-            limits = real;
-            // The sub-filter count is unchanged, so the expansion check passes again.
             let rest = &parsed.items[results.len()..];
-            match filter.insert_many_within(rest, nx, &core, &mut kicks) {
+            // The expansion limit applies before the command's first item, not again before
+            // a resumed pass (a growth in an earlier pass may have reached it).
+            let pass = CfLimits {
+                max_expansions: usize::MAX,
+                ..core.unwrap_or(NO_GROWTH)
+            };
+            match filter.insert_many_within(rest, nx, &pass, &mut kicks) {
                 Ok(rest) => results.extend(rest),
                 Err(e) => results.push(Err(e)),
             }
