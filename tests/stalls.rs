@@ -272,21 +272,27 @@ fn cf_insert_raw(
     }
 }
 
-/// A non-scaling filter of 1024 four-slot buckets with the longest walk, filled 100 items a
-/// command until one does not fit (or a command's budget is spent): about 97% full, so most new items walk 65535 evictions
-/// and fail (about 1.5 ms each). Returns the items it holds.
-fn nearly_full_cuckoo(con: &mut redis::Connection, key: &str) -> Vec<Vec<u8>> {
+/// A filter of four-slot buckets whose walks are the longest RedisBloom allows (65535
+/// evictions): `expansion` 0 never grows, 1 grows a sub-filter of `capacity` at a time.
+fn reserve_longest_walk(con: &mut redis::Connection, key: &str, capacity: u64, expansion: u64) {
     con.ok(&cmd!(
         "CF.RESERVE",
         key,
-        4096,
+        capacity,
         "BUCKETSIZE",
         4,
         "MAXITERATIONS",
         65535,
         "EXPANSION",
-        0
+        expansion
     ));
+}
+
+/// A non-scaling filter of 1024 four-slot buckets with the longest walk, filled 100 items a
+/// command until one does not fit (or a command's budget is spent): about 97% full, so most
+/// new items walk 65535 evictions and fail (about 1.5 ms each). Returns the items it holds.
+fn nearly_full_cuckoo(con: &mut redis::Connection, key: &str) -> Vec<Vec<u8>> {
+    reserve_longest_walk(con, key, 4096, 0);
     let mut held = Vec::new();
     for batch in 0.. {
         let items = common::cf_items(&format!("{key}:fill{batch}"), 100);
@@ -396,17 +402,7 @@ fn a_cf_insert_growing_a_filter_sub_filter_after_sub_filter_stops_at_its_evictio
     // 16 buckets a sub-filter: each fills in a few dozen items, and the walk that finds it
     // full (65535 evictions, twice: the first pass cannot grow) precedes every growth.
     // Unbounded, one command grows it to 1024 sub-filters: minutes.
-    con.ok(&cmd!(
-        "CF.RESERVE",
-        "grow",
-        64,
-        "BUCKETSIZE",
-        4,
-        "MAXITERATIONS",
-        65535,
-        "EXPANSION",
-        1
-    ));
+    reserve_longest_walk(&mut con, "grow", 64, 1);
     let items = common::cf_items("g", 100_000);
     let replies = cf_insert_raw(&mut con, "CF.INSERT", "grow", &items);
     let (last, answered) = replies.split_last().unwrap();
@@ -434,17 +430,7 @@ fn a_cf_insert_stopped_by_its_eviction_budget_reaches_replicas_and_the_aof_exact
     common::wait_for_link(&replica);
     let mut con = primary.conn();
     nearly_full_cuckoo(&mut con, "near");
-    con.ok(&cmd!(
-        "CF.RESERVE",
-        "grow",
-        64,
-        "BUCKETSIZE",
-        4,
-        "MAXITERATIONS",
-        65535,
-        "EXPANSION",
-        1
-    ));
+    reserve_longest_walk(&mut con, "grow", 64, 1);
     con.ok(&cmd!(
         "CF.RESERVE",
         "ext",
@@ -544,17 +530,7 @@ fn a_cf_insert_replayed_from_the_aof_is_not_stopped_by_its_eviction_budget() {
     let mut con = s.conn();
     let mut held = nearly_full_cuckoo(&mut con, "near");
     assert_eq!(con.q::<i64>(&cmd!("COPY", "near", "nearnx")), 1);
-    con.ok(&cmd!(
-        "CF.RESERVE",
-        "grow",
-        64,
-        "BUCKETSIZE",
-        4,
-        "MAXITERATIONS",
-        65535,
-        "EXPANSION",
-        1
-    ));
+    reserve_longest_walk(&mut con, "grow", 64, 1);
     let cases = [
         ("CF.INSERT", "CF.ADD", "near", common::cf_items("new", 300)),
         (
