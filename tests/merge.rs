@@ -72,6 +72,26 @@ fn fpr(con: &mut redis::Connection, key: &str) -> f64 {
     v[0]
 }
 
+/// Each merge of `cases` is refused with its error into "dest" (an existing filter) and into
+/// "new" (a missing key), and neither key changes.
+fn assert_refused_into_dest_and_new(
+    con: &mut redis::Connection,
+    cases: &[(&[&str], &str)],
+    before: &str,
+) {
+    for (sources, error) in cases {
+        for dest in ["dest", "new"] {
+            let mut c = cmd!("BF.MERGE", dest);
+            for src in *sources {
+                c.arg(*src);
+            }
+            assert_eq!(con.err_text(&c), *error, "BF.MERGE {dest} {sources:?}");
+        }
+    }
+    assert_eq!(digest(con, "dest"), before, "a refused merge changed dest");
+    assert!(!key_exists(con, "new"), "a refused merge created its key");
+}
+
 #[test]
 fn the_union_holds_every_item_of_every_source_and_estimates_its_count() {
     for layout in ["blocked", "classic"] {
@@ -177,24 +197,7 @@ fn refused_merges_change_and_create_nothing() {
             "WRONGTYPE Operation against a key holding the wrong kind of value",
         ),
     ];
-    for (sources, error) in cases {
-        for dest in ["dest", "new"] {
-            let mut c = cmd!("BF.MERGE", dest);
-            for src in *sources {
-                c.arg(*src);
-            }
-            assert_eq!(con.err_text(&c), *error, "BF.MERGE {dest} {sources:?}");
-        }
-    }
-    assert_eq!(
-        digest(&mut con, "dest"),
-        before,
-        "a refused merge changed dest"
-    );
-    assert!(
-        !key_exists(&mut con, "new"),
-        "a refused merge created its key"
-    );
+    assert_refused_into_dest_and_new(&mut con, cases, &before);
 
     // A destination of another type is refused, not overwritten.
     assert_eq!(
@@ -268,24 +271,7 @@ fn sources_that_differ_past_the_first_source_s_layers_are_refused() {
             "ERR incompatible filters: layer 2 of source 3 has capacity 600, of source 1 200",
         ),
     ];
-    for (sources, error) in cases {
-        for dest in ["dest", "new"] {
-            let mut c = cmd!("BF.MERGE", dest);
-            for src in *sources {
-                c.arg(*src);
-            }
-            assert_eq!(con.err_text(&c), *error, "BF.MERGE {dest} {sources:?}");
-        }
-    }
-    assert_eq!(
-        digest(&mut con, "dest"),
-        before,
-        "a refused merge changed dest"
-    );
-    assert!(
-        !key_exists(&mut con, "new"),
-        "a refused merge created its key"
-    );
+    assert_refused_into_dest_and_new(&mut con, cases, &before);
     // A pair that agrees still merges: "odd" holds the first layer of "two".
     con.ok(&cmd!("BF.MERGE", "new", "one", "odd"));
     let held: Vec<Vec<u8>> = items("one", 50)

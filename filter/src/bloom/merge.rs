@@ -619,6 +619,20 @@ mod tests {
         f
     }
 
+    /// A filter built from `header` and then `f`'s SCANDUMP chunks, as BF.LOADCHUNK does.
+    fn replayed(f: &ScalableFilter, header: &codec::Header) -> ScalableFilter {
+        let mut copy = codec::filter_from_header(header, NO_LIMIT).unwrap();
+        let mut it = 1;
+        loop {
+            let (next, chunk) = codec::dump_chunk(f, it);
+            if next == 0 {
+                return copy;
+            }
+            codec::load_chunk(&mut copy, next, chunk).unwrap();
+            it = next;
+        }
+    }
+
     fn layer_items(f: &ScalableFilter) -> Vec<u64> {
         f.layer_summaries().iter().map(|l| l.items).collect()
     }
@@ -987,17 +1001,7 @@ mod tests {
                 codec::decode_header_with(&header, strictness).unwrap();
             }
             let decoded = codec::decode_header(&header).unwrap();
-            let mut copy = codec::filter_from_header(&decoded, NO_LIMIT).unwrap();
-            let mut it = 1;
-            loop {
-                let (next, chunk) = codec::dump_chunk(&union, it);
-                if next == 0 {
-                    break;
-                }
-                codec::load_chunk(&mut copy, next, chunk).unwrap();
-                it = next;
-            }
-            assert_eq!(copy, union, "{layout:?}");
+            assert_eq!(replayed(&union, &decoded), union, "{layout:?}");
             let (rdb, _) = codec::decode_rdb_header(&codec::encode_rdb_header(&union)).unwrap();
             assert_eq!(rdb, decoded, "{layout:?}");
         }
@@ -1059,16 +1063,6 @@ mod tests {
         let union = ScalableFilter::union(&[&a, &b], NO_LIMIT).unwrap();
         let header = codec::encode_header(&union);
         let decoded = codec::decode_header_with(&header, Strictness::LoadChunk).unwrap();
-        let mut copy = codec::filter_from_header(&decoded, NO_LIMIT).unwrap();
-        let mut it = 1;
-        loop {
-            let (next, chunk) = codec::dump_chunk(&union, it);
-            if next == 0 {
-                break;
-            }
-            codec::load_chunk(&mut copy, next, chunk).unwrap();
-            it = next;
-        }
-        assert_eq!(copy, union);
+        assert_eq!(replayed(&union, &decoded), union);
     }
 }
