@@ -1107,6 +1107,9 @@ fn a_replica_and_an_aof_replay_merge_the_same_slices_after_expiries() {
     let mut p = builder()
         .config("repl-diskless-sync-delay", "0")
         .config("appendonly", "yes")
+        // Written before each reply: the SIGKILL below must not race an everysec write that
+        // Redis postpones while a background fsync runs.
+        .config("appendfsync", "always")
         .config("aof-use-rdb-preamble", "no")
         .start();
     let r = builder().replica_of(&p).start();
