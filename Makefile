@@ -95,7 +95,12 @@ bench-core:
 ## addr2line, python3); CF commands beside RedisBloom's module (REDISBLOOM), core and the
 ## rest apart
 bench-instructions: build
-	scripts/instructions.sh $(MODULE) $(REDISBLOOM)
+	CARGO_PROFILE_RELEASE_DEBUG=full $(CARGO) build --release -p layerbloom --target-dir $(SPLIT_TARGET)
+	SPLIT_MODULE=$(SPLIT_TARGET)/release/liblayerbloom.so scripts/instructions.sh $(MODULE) $(REDISBLOOM)
+
+# The split table names the functions inlined at each instruction, which release builds'
+# line tables do not: the same code built with full debug info (codegen is unchanged).
+SPLIT_TARGET ?= target/debuginfo
 
 ## bench-hostile: the slowest single command (server-side, SLOWLOG) of each hostile attack
 ## against a fresh server (docs/BENCHMARKS.md); a measurement, never pass/fail. Needs ~4 GB.

@@ -43,6 +43,9 @@ peer=${2:-${REDISBLOOM:-target/servers/redis-7.4.1/redisbloom.so}}
 peer=$(realpath "$peer" 2>/dev/null || true)
 [ -f "$peer" ] || peer=
 sections=${SECTIONS:-bf split cf}
+# The split table needs the names of inlined functions: SPLIT_MODULE, the same code built with
+# full debug info (`make bench-instructions` builds it); release builds keep line tables only.
+split_module=$(realpath "${SPLIT_MODULE:-$module}")
 for tool in valgrind callgrind_control callgrind_annotate redis-server redis-benchmark redis-cli; do
   command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
 done
@@ -172,7 +175,7 @@ fi
 # instruction's address here (--dump-instr), which the tables above do not parse.
 if [[ " $sections " == *" split "* ]]; then
 command -v addr2line >/dev/null || { echo "needs addr2line" >&2; exit 1; }
-start_server "$module" split --dump-instr=yes
+start_server "$split_module" split --dump-instr=yes
 cli BF.RESERVE g 0.001 10000000
 cli BF.RESERVE f 0.001 1000000
 cli BF.ADD f item
@@ -180,7 +183,9 @@ split_row() {
   local label=$1 per=$2 dump
   shift 2
   read -r dump _ < <(measure "$@")
-  echo "| $label | $(python3 "$(dirname "$0")/instructions_split.py" "$module" "$per" "$n" "$dump") |"
+  local row
+  row=$(python3 "$(dirname "$0")/instructions_split.py" "$split_module" "$per" "$n" "$dump")
+  echo "| $label | $row |"
 }
 echo
 echo "Where the instructions go, per item (BF.ADD, BF.EXISTS: per command): all of them (without the server's timer);"

@@ -21,11 +21,11 @@ import sys
 CORE = [
     ("hashing", r"xxh3|xxhash|ItemHash::of|murmur"),
     ("counting", r"count_item"),
-    ("positions", r"block_index|prefetch|Positions::(new|next|each|mask)$|first_mask"),
+    ("positions", r"block_index|prefetch|Positions::(new|next|mask)$|first_mask|Stream::(of|at)$"),
     (
         "bits",
-        r"Positions::(set|all_set)|BlockedLayer::(insert_new|insert|set_item_bits|holds|contains"
-        r"|first_block_matches)$|blocked_contains",
+        r"Block::(holds|set)$|BlockedLayer::(insert_new\w*|insert_past_first|insert|set_slots"
+        r"|set_item_bits|contains|first_block_matches)(<.*>)?$|blocked_contains",
     ),
 ]
 GLUE = [
@@ -92,6 +92,14 @@ def main():
                     self_cost[address] = self_cost.get(address, 0) + cost
     addresses = sorted(set(self_cost) | {a for a, _, _ in calls_out})
     chains = inline_chains(module, addresses)
+    # Line tables name inlined functions without their paths ("mask", "next"): the parts'
+    # patterns would miss them.
+    inlined = (name for chain in chains.values() for name in chain[:-1])
+    if any(re.fullmatch(r"[a-z_][a-z0-9_]*(<.*>)?", name) for name in inlined):
+        sys.exit(
+            f"{module}: no qualified names of inlined functions (a build with line tables "
+            "only?); build with CARGO_PROFILE_RELEASE_DEBUG=full (make bench-instructions)"
+        )
     parts = {}
 
     def count(part, cost):
