@@ -21,7 +21,9 @@
 
 use crate::bloom::filter::{FilterSpec, Layout};
 use crate::bloom::layer::{Allocation, Layer, LayerPlan, LayerSummary};
-use crate::bloom::sizing::{self, Geometry, BLOCK_BYTES, MAX_BLOCKS_PER_ITEM, MIN_SIZING_ERROR};
+use crate::bloom::sizing::{
+    self, Geometry, BLOCK_BYTES, MAX_BLOCKS_PER_ITEM, MAX_HASHES_PER_BLOCK, MIN_SIZING_ERROR,
+};
 use crate::error::FilterError;
 use crate::hash::{mix64, ItemHash, GOLDEN_GAMMA};
 use crate::zeroed::{advise_huge_pages, HUGE_PAGE};
@@ -101,56 +103,66 @@ impl Positions {
         }
         mask
     }
+}
 
-    /// Calls `f` with each of the next `k` positions: the same stream as `next`, taken a word
-    /// at a time (up to seven positions per word), so that a position costs a mask and a
-    /// shift, not the test for a refill as well.
+/// The most words of the position stream one item draws (`MAX_BLOCKS_PER_ITEM` blocks of
+/// `MAX_HASHES_PER_BLOCK` positions).
+const MAX_STREAM_WORDS: usize =
+    (MAX_BLOCKS_PER_ITEM * MAX_HASHES_PER_BLOCK).div_ceil(POSITIONS_PER_WORD) as usize;
+
+/// An item's whole position stream, drawn at once (the same positions as `Positions`): an add
+/// reads the positions of a block twice, to check it and to set it, and a shape known when
+/// compiling (`insert_new_shaped`) turns every position into a fixed shift of a word.
+struct Stream([u64; MAX_STREAM_WORDS]);
+
+impl Stream {
+    /// The words that `positions` positions take.
     #[inline(always)]
-    fn each(&mut self, mut k: u32, mut f: impl FnMut(u32)) {
-        while k > 0 {
-            if self.left == 0 {
-                self.refills += 1;
-                self.word = mix64(
-                    self.seed
-                        .wrapping_add(self.refills.wrapping_mul(GOLDEN_GAMMA)),
-                );
-                self.left = POSITIONS_PER_WORD;
-            }
-            let n = k.min(self.left);
-            k -= n;
-            self.left -= n;
-            let mut word = self.word;
-            for _ in 0..n {
-                f((word & 511) as u32);
-                word >>= 9;
-            }
-            self.word = word;
+    fn of(hi: u64, positions: u32) -> Self {
+        let mut words = [0u64; MAX_STREAM_WORDS];
+        words[0] = hi;
+        for n in 1..positions.div_ceil(POSITIONS_PER_WORD) {
+            words[n as usize] = mix64(hi.wrapping_add(u64::from(n).wrapping_mul(GOLDEN_GAMMA)));
         }
+        Stream(words)
     }
 
-    /// Whether `block` holds the bits of the next `k` positions. Every bit is tested, without
-    /// an exit on the first clear one: for a new item the answer is nearly always "no" at the
-    /// first block, which one branch predicts, where a branch per bit would not be.
+    /// The stream's `j`-th position.
     #[inline(always)]
-    fn all_set(&mut self, block: &Block, k: u32) -> bool {
+    fn at(&self, j: u32) -> u32 {
+        let word = self.0[(j / POSITIONS_PER_WORD) as usize];
+        ((word >> (9 * (j % POSITIONS_PER_WORD))) & 511) as u32
+    }
+}
+
+impl Block {
+    /// Whether the block holds the bits of the stream's positions `from..from + k`. Every bit
+    /// is tested, without an exit on the first clear one: for a new item the answer is nearly
+    /// always "no" at the first block, which one branch predicts, where a branch per bit would
+    /// not be.
+    #[inline(always)]
+    fn holds(&self, stream: &Stream, from: u32, k: u32) -> bool {
         let mut all = 1u64;
-        self.each(k, |pos| all &= block.0[(pos >> 6) as usize] >> (pos & 63));
+        for j in from..from + k {
+            let pos = stream.at(j);
+            all &= self.0[(pos >> 6) as usize] >> (pos & 63);
+        }
         all & 1 == 1
     }
 
-    /// Sets the bits of the next `k` positions in `block`, one position at a time, and
-    /// returns how many were clear. An item sets few bits in a block (`k` of 512), so this is
-    /// a few instructions a bit, where building and applying a 512-bit mask costs a pass over
-    /// eight words, their popcounts included; a position drawn twice is set (and counted)
-    /// once, as the second finds it set.
+    /// Sets the bits of the stream's positions `from..from + k`, one at a time, and returns
+    /// how many were clear. An item sets few bits in a block (`k` of 512), so this is a few
+    /// instructions a bit, where building and applying a 512-bit mask costs a pass over eight
+    /// words; a position drawn twice is set (and counted) once, as the second finds it set.
     #[inline(always)]
-    fn set(&mut self, block: &mut Block, k: u32) -> u32 {
+    fn set(&mut self, stream: &Stream, from: u32, k: u32) -> u32 {
         let mut flipped = 0;
-        self.each(k, |pos| {
-            let word = &mut block.0[(pos >> 6) as usize];
+        for j in from..from + k {
+            let pos = stream.at(j);
+            let word = &mut self.0[(pos >> 6) as usize];
             flipped += ((!*word >> (pos & 63)) & 1) as u32;
             *word |= 1u64 << (pos & 63);
-        });
+        }
         flipped
     }
 }
@@ -480,12 +492,19 @@ impl BlockedLayer {
     #[inline(always)]
     fn set_item_bits(&mut self, hash: &ItemHash) -> u32 {
         let g = self.meta.geometry;
-        debug_assert!(g.blocks_per_item <= MAX_BLOCKS_PER_ITEM);
-        let mut positions = Positions::new(hash.hi);
+        let stream = Stream::of(hash.hi, g.blocks_per_item * g.hashes_per_block);
+        self.set_slots(hash, &stream, 0, g.blocks_per_item, g.hashes_per_block)
+    }
+
+    /// Sets the bits of the item's slots `from..b` (of `k` bits each) and returns how many
+    /// flipped.
+    #[inline(always)]
+    fn set_slots(&mut self, hash: &ItemHash, stream: &Stream, from: u32, b: u32, k: u32) -> u32 {
+        debug_assert!(b <= MAX_BLOCKS_PER_ITEM && k <= MAX_HASHES_PER_BLOCK);
+        let blocks = self.meta.geometry.blocks;
         let mut flipped = 0;
-        for slot in 0..g.blocks_per_item {
-            let block = &mut self.blocks[block_index(hash, slot, g.blocks)];
-            flipped += positions.set(block, g.hashes_per_block);
+        for slot in from..b {
+            flipped += self.blocks[block_index(hash, slot, blocks)].set(stream, slot * k, k);
         }
         flipped
     }
@@ -506,32 +525,60 @@ impl BlockedLayer {
     /// written, so no page is dirtied) and nothing is counted. Otherwise the item is counted
     /// exactly as by `insert`.
     ///
-    /// The presence check reads the blocks slot by slot and stops at the first that lacks a
-    /// bit (for a new item nearly always the first); only then are the bits set, each as its
-    /// position is drawn again. The bits and counts are those of checking, then inserting.
+    /// A layer of a shape the sizing table gives runs an add compiled for that shape
+    /// (`insert_new_shaped`); any other (a decoded geometry outside the table) the same code
+    /// with the shape read at run time.
     #[inline(always)]
     pub(crate) fn insert_new(&mut self, hash: &ItemHash) -> u32 {
-        if self.holds(hash) {
-            return 0;
+        self.insert_new_by_shape(hash)
+    }
+
+    /// `insert_new` for layers of `B` blocks per item and `K` bits per block: every position
+    /// is a fixed shift of a fixed word of the stream, and the loops are unrolled.
+    #[inline(never)]
+    fn insert_new_shaped<const B: u32, const K: u32>(&mut self, hash: &ItemHash) -> u32 {
+        self.insert_new_as(hash, B, K)
+    }
+
+    /// `insert_new` for a shape outside the sizing table.
+    #[inline(never)]
+    fn insert_new_any(&mut self, hash: &ItemHash, b: u32, k: u32) -> u32 {
+        self.insert_new_as(hash, b, k)
+    }
+
+    /// The check reads the blocks slot by slot and stops at the first that lacks a bit (for a
+    /// new item nearly always the first); the bits are set from that slot on, as the blocks
+    /// before it hold theirs already. The bits and counts are those of checking, then
+    /// inserting.
+    #[inline(always)]
+    fn insert_new_as(&mut self, hash: &ItemHash, b: u32, k: u32) -> u32 {
+        let stream = Stream::of(hash.hi, b * k);
+        let first = block_index(hash, 0, self.meta.geometry.blocks);
+        let flipped = if !self.blocks[first].holds(&stream, 0, k) {
+            self.set_slots(hash, &stream, 0, b, k)
+        } else {
+            self.insert_past_first(hash, b, k)
+        };
+        if flipped > 0 {
+            self.count_item(flipped);
         }
-        let flipped = self.set_item_bits(hash);
-        self.count_item(flipped);
         flipped
     }
 
-    /// Whether every bit of the item's probe is set, read position by position (the add's
-    /// check; `contains` is the lookup's, with masks).
-    #[inline(always)]
-    fn holds(&self, hash: &ItemHash) -> bool {
-        let g = &self.meta.geometry;
-        let mut positions = Positions::new(hash.hi);
-        for slot in 0..g.blocks_per_item {
-            let block = &self.blocks[block_index(hash, slot, g.blocks)];
-            if !positions.all_set(block, g.hashes_per_block) {
-                return false;
+    /// The rest of `insert_new` for an item whose first block holds its bits (an item
+    /// present, or one of the few new items whose first block is full of its bits): apart, so
+    /// that the common path is compiled for slot 0 alone (and its stream stays in registers).
+    #[cold]
+    #[inline(never)]
+    fn insert_past_first(&mut self, hash: &ItemHash, b: u32, k: u32) -> u32 {
+        let stream = &Stream::of(hash.hi, b * k);
+        let blocks = self.meta.geometry.blocks;
+        for slot in 1..b {
+            if !self.blocks[block_index(hash, slot, blocks)].holds(stream, slot * k, k) {
+                return self.set_slots(hash, stream, slot, b, k);
             }
         }
-        true
+        0
     }
 
     /// The bit array as bytes (each 64-bit word little-endian).
@@ -625,6 +672,36 @@ impl BlockedLayer {
             / self.blocks.len() as f64;
         per_block.powi(g.blocks_per_item as i32)
     }
+}
+
+/// Defines `insert_new_by_shape`, which calls the `insert_new_shaped` of the layer's shape
+/// when it is one of those listed (and `insert_new_any` otherwise), and, for the tests, the
+/// list.
+macro_rules! shaped_inserts {
+    ($(($b:literal, $k:literal)),* $(,)?) => {
+        /// The shapes with an add compiled for them.
+        #[cfg(test)]
+        const SHAPED: &[(u32, u32)] = &[$(($b, $k)),*];
+
+        impl BlockedLayer {
+            #[inline(always)]
+            fn insert_new_by_shape(&mut self, hash: &ItemHash) -> u32 {
+                let g = &self.meta.geometry;
+                match (g.blocks_per_item, g.hashes_per_block) {
+                    $(($b, $k) => self.insert_new_shaped::<$b, $k>(hash),)*
+                    (b, k) => self.insert_new_any(hash, b, k),
+                }
+            }
+        }
+    };
+}
+
+// Every shape of the sizing table (`sizing::table_shapes`; a test checks that none is missing).
+shaped_inserts! {
+    (1, 1), (1, 2), (1, 3), (1, 4), (1, 5), (1, 6), (1, 7),
+    (2, 3), (2, 4), (2, 5), (2, 6), (2, 7),
+    (3, 5), (3, 6), (3, 7),
+    (4, 5), (4, 6), (4, 7), (4, 8), (4, 9), (4, 10), (4, 11),
 }
 
 impl LayerPlan for LayerMeta {
@@ -953,10 +1030,12 @@ mod tests {
     #[test]
     fn position_wise_inserts_set_the_bits_and_counts_of_mask_inserts() {
         // Few blocks, so that an item's slots share blocks and items share bits; every
-        // blocks-per-item, and bit counts up to the most a block may take (positions repeat).
+        // blocks-per-item, every bit count of the sizing table's shapes (each with an add
+        // compiled for it, `SHAPED`) and some past it, up to the most a block may take
+        // (positions repeat), which take the add of any shape.
         for blocks in [1, 3, 64] {
             for b in 1..=MAX_BLOCKS_PER_ITEM {
-                for k in [1, 2, 5, 7, 8, 9, 15, 33, sizing::MAX_HASHES_PER_BLOCK] {
+                for k in (1..=12).chain([15, 33, MAX_HASHES_PER_BLOCK]) {
                     let geometry = Geometry {
                         blocks,
                         blocks_per_item: b,
@@ -988,6 +1067,26 @@ mod tests {
                         assert_eq!(got.set_bits(), crate::bits::count_ones(got.as_bytes()));
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn every_shape_of_the_sizing_table_has_an_add_compiled_for_it() {
+        let missing: Vec<(u32, u32)> = sizing::table_shapes()
+            .filter(|shape| !SHAPED.contains(shape))
+            .collect();
+        assert!(missing.is_empty(), "add {missing:?} to `shaped_inserts!`");
+    }
+
+    #[test]
+    fn the_whole_stream_is_the_position_stream() {
+        for hi in [0, 1, 0x1234_5678_9abc_def0, u64::MAX] {
+            let count = MAX_BLOCKS_PER_ITEM * MAX_HASHES_PER_BLOCK;
+            let stream = Stream::of(hi, count);
+            let mut positions = Positions::new(hi);
+            for j in 0..count {
+                assert_eq!(stream.at(j), positions.next(), "hi {hi:#x} position {j}");
             }
         }
     }

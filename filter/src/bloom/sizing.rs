@@ -197,6 +197,12 @@ pub fn shape_for(error: f64) -> Result<Shape, SizingError> {
     })
 }
 
+/// The (blocks per item, bits per block) of every shape the table gives a new layer.
+#[cfg(test)]
+pub(crate) fn table_shapes() -> impl Iterator<Item = (u32, u32)> {
+    SHAPES.iter().map(|&(b, k, _)| (b, k))
+}
+
 /// Solves the shape of a grid rate (what `shapes.in` holds); milliseconds.
 pub fn solve_grid_shape(error: f64) -> Result<Shape, SizingError> {
     if !(error > 0.0 && error < 1.0) {
