@@ -28,6 +28,9 @@ use crate::error::FilterError;
 use crate::hash::{mix64, ItemHash, GOLDEN_GAMMA};
 use crate::zeroed::{advise_huge_pages, HUGE_PAGE};
 
+#[cfg(target_arch = "x86_64")]
+mod wide;
+
 /// Words in a block.
 const WORDS: usize = 8;
 /// Bit positions drawn from one 64-bit word of the position stream (9 bits each).
@@ -530,7 +533,11 @@ impl BlockedLayer {
     /// with the shape read at run time.
     #[inline(always)]
     pub(crate) fn insert_new(&mut self, hash: &ItemHash) -> u32 {
-        self.insert_new_by_shape(hash)
+        #[cfg(target_arch = "x86_64")]
+        let wide = wide::Avx512::detect();
+        #[cfg(not(target_arch = "x86_64"))]
+        let wide = None;
+        self.insert_new_by_shape(hash, wide)
     }
 
     /// `insert_new` for layers of `B` blocks per item and `K` bits per block: every position
@@ -554,20 +561,18 @@ impl BlockedLayer {
     fn insert_new_as(&mut self, hash: &ItemHash, b: u32, k: u32) -> u32 {
         let stream = Stream::of(hash.hi, b * k);
         let first = block_index(hash, 0, self.meta.geometry.blocks);
-        let flipped = if !self.blocks[first].holds(&stream, 0, k) {
-            self.set_slots(hash, &stream, 0, b, k)
-        } else {
-            self.insert_past_first(hash, b, k)
-        };
-        if flipped > 0 {
-            self.count_item(flipped);
+        if self.blocks[first].holds(&stream, 0, k) {
+            return self.insert_past_first(hash, b, k);
         }
+        let flipped = self.set_slots(hash, &stream, 0, b, k);
+        self.count_item(flipped);
         flipped
     }
 
     /// The rest of `insert_new` for an item whose first block holds its bits (an item
     /// present, or one of the few new items whose first block is full of its bits): apart, so
     /// that the common path is compiled for slot 0 alone (and its stream stays in registers).
+    /// Counts the item as `insert_new` does.
     #[cold]
     #[inline(never)]
     fn insert_past_first(&mut self, hash: &ItemHash, b: u32, k: u32) -> u32 {
@@ -575,7 +580,9 @@ impl BlockedLayer {
         let blocks = self.meta.geometry.blocks;
         for slot in 1..b {
             if !self.blocks[block_index(hash, slot, blocks)].holds(stream, slot * k, k) {
-                return self.set_slots(hash, stream, slot, b, k);
+                let flipped = self.set_slots(hash, stream, slot, b, k);
+                self.count_item(flipped);
+                return flipped;
             }
         }
         0
@@ -674,6 +681,12 @@ impl BlockedLayer {
     }
 }
 
+/// What makes the wide adds (`wide`) possible: nothing where there are none.
+#[cfg(target_arch = "x86_64")]
+type Wide = wide::Avx512;
+#[cfg(not(target_arch = "x86_64"))]
+type Wide = std::convert::Infallible;
+
 /// Defines `insert_new_by_shape`, which calls the `insert_new_shaped` of the layer's shape
 /// when it is one of those listed (and `insert_new_any` otherwise), and, for the tests, the
 /// list.
@@ -684,11 +697,16 @@ macro_rules! shaped_inserts {
         const SHAPED: &[(u32, u32)] = &[$(($b, $k)),*];
 
         impl BlockedLayer {
+            /// `wide`: the CPU's AVX-512, where it has it (`wide::Avx512::detect`).
             #[inline(always)]
-            fn insert_new_by_shape(&mut self, hash: &ItemHash) -> u32 {
+            fn insert_new_by_shape(&mut self, hash: &ItemHash, wide: Option<Wide>) -> u32 {
                 let g = &self.meta.geometry;
                 match (g.blocks_per_item, g.hashes_per_block) {
-                    $(($b, $k) => self.insert_new_shaped::<$b, $k>(hash),)*
+                    $(($b, $k) => match wide {
+                        #[cfg(target_arch = "x86_64")]
+                        Some(avx512) => self.insert_new_wide::<$b, $k>(hash, avx512),
+                        _ => self.insert_new_shaped::<$b, $k>(hash),
+                    },)*
                     (b, k) => self.insert_new_any(hash, b, k),
                 }
             }
@@ -1032,39 +1050,46 @@ mod tests {
         // Few blocks, so that an item's slots share blocks and items share bits; every
         // blocks-per-item, every bit count of the sizing table's shapes (each with an add
         // compiled for it, `SHAPED`) and some past it, up to the most a block may take
-        // (positions repeat), which take the add of any shape.
+        // (positions repeat), which take the add of any shape. Each add as it runs here:
+        // position by position, and with AVX-512 where this CPU has it.
+        #[cfg(target_arch = "x86_64")]
+        let wides = [None, wide::Avx512::detect()];
+        #[cfg(not(target_arch = "x86_64"))]
+        let wides = [None];
         for blocks in [1, 3, 64] {
             for b in 1..=MAX_BLOCKS_PER_ITEM {
                 for k in (1..=12).chain([15, 33, MAX_HASHES_PER_BLOCK]) {
-                    let geometry = Geometry {
-                        blocks,
-                        blocks_per_item: b,
-                        hashes_per_block: k,
-                    };
-                    let what = format!("blocks {blocks} b {b} k {k}");
-                    let new = || BlockedLayer::with_geometry(1 << 20, 0.01, geometry).unwrap();
-                    let (mut fused, mut reference) = (new(), new());
-                    let (mut plain, mut plain_reference) = (new(), new());
-                    // 600 draws from 200 hashes: repeats, which must change nothing.
-                    let all: Vec<ItemHash> = hashes(u64::from(b * 100 + k), 200).collect();
-                    let mut seen_present = false;
-                    for i in 0..600u64 {
-                        let h = &all[(mix64(i) % 200) as usize];
-                        let expected = if reference.contains(h) {
-                            seen_present = true;
-                            0
-                        } else {
-                            mask_insert(&mut reference, h)
+                    for wide in wides {
+                        let geometry = Geometry {
+                            blocks,
+                            blocks_per_item: b,
+                            hashes_per_block: k,
                         };
-                        assert_eq!(fused.insert_new(h), expected, "{what}");
-                        assert_eq!(plain.insert(h), mask_insert(&mut plain_reference, h));
-                    }
-                    assert!(seen_present, "{what}");
-                    for (got, want) in [(&fused, &reference), (&plain, &plain_reference)] {
-                        assert_eq!(got.blocks, want.blocks, "{what}");
-                        assert_eq!(got.set_bits(), want.set_bits(), "{what}");
-                        assert_eq!(got.items(), want.items(), "{what}");
-                        assert_eq!(got.set_bits(), crate::bits::count_ones(got.as_bytes()));
+                        let what = format!("blocks {blocks} b {b} k {k} wide {}", wide.is_some());
+                        let new = || BlockedLayer::with_geometry(1 << 20, 0.01, geometry).unwrap();
+                        let (mut fused, mut reference) = (new(), new());
+                        let (mut plain, mut plain_reference) = (new(), new());
+                        // 600 draws from 200 hashes: repeats, which must change nothing.
+                        let all: Vec<ItemHash> = hashes(u64::from(b * 100 + k), 200).collect();
+                        let mut seen_present = false;
+                        for i in 0..600u64 {
+                            let h = &all[(mix64(i) % 200) as usize];
+                            let expected = if reference.contains(h) {
+                                seen_present = true;
+                                0
+                            } else {
+                                mask_insert(&mut reference, h)
+                            };
+                            assert_eq!(fused.insert_new_by_shape(h, wide), expected, "{what}");
+                            assert_eq!(plain.insert(h), mask_insert(&mut plain_reference, h));
+                        }
+                        assert!(seen_present, "{what}");
+                        for (got, want) in [(&fused, &reference), (&plain, &plain_reference)] {
+                            assert_eq!(got.blocks, want.blocks, "{what}");
+                            assert_eq!(got.set_bits(), want.set_bits(), "{what}");
+                            assert_eq!(got.items(), want.items(), "{what}");
+                            assert_eq!(got.set_bits(), crate::bits::count_ones(got.as_bytes()));
+                        }
                     }
                 }
             }
