@@ -98,8 +98,9 @@ bench-instructions: build
 	CARGO_PROFILE_RELEASE_DEBUG=full $(CARGO) build --release -p layerbloom --target-dir $(SPLIT_TARGET)
 	SPLIT_MODULE=$(SPLIT_TARGET)/release/liblayerbloom.so scripts/instructions.sh $(MODULE) $(REDISBLOOM)
 
-# The split table names the functions inlined at each instruction, which release builds'
-# line tables do not: the same code built with full debug info (codegen is unchanged).
+# The split table names the functions inlined at each instruction by their paths, which
+# release builds' line tables do not (they give `mask`, not `Positions::mask`): the same code
+# built with full debug info (codegen is unchanged).
 SPLIT_TARGET ?= target/debuginfo
 
 ## bench-hostile: the slowest single command (server-side, SLOWLOG) of each hostile attack

@@ -21,11 +21,17 @@ import sys
 CORE = [
     ("hashing", r"xxh3|xxhash|ItemHash::of|murmur"),
     ("counting", r"count_item"),
-    ("positions", r"block_index|prefetch|Positions::(new|next|mask)$|first_mask|Stream::(of|at)$"),
     (
+        "positions",
+        r"block_index|prefetch|Positions::(new|next|mask)$|first_mask|Stream::(of|at)$"
+        r"|wide::block_mask$",
+    ),
+    (
+        # `BlockedLayer>::`: the AVX-512 add's methods, in `impl BlockedLayer` of `wide`.
         "bits",
-        r"Block::(holds|set)$|BlockedLayer::(insert_new\w*|insert_past_first|insert|set_slots"
-        r"|set_item_bits|contains|first_block_matches)(<.*>)?$|blocked_contains",
+        r"Block::(holds|set)$|BlockedLayer>?::(insert_new\w*|insert_past_first|insert|set_slots"
+        r"|set_item_bits|contains|first_block_matches)(<.*>)?$|blocked_contains"
+        r"|wide::(load|store)$",
     ),
 ]
 GLUE = [

@@ -14,7 +14,9 @@
 //! A lookup builds the `k` positions of one block as a 512-bit mask, then tests the whole mask
 //! at once: eight AND/compare pairs with no data-dependent branch inside a block. An add
 //! tests and sets position by position instead (`k` is small against the block's 512 bits,
-//! and an add must also count the bits it flips): the same bits either way.
+//! and an add must also count the bits it flips), except on CPUs with AVX-512, where a
+//! block's mask fits one register and is built, tested, set and counted at once (`wide`):
+//! the same bits either way.
 //!
 //! The layer also counts its set bits (an insert knows which bits it flipped), so its fill
 //! ratio and current false-positive rate come free.
@@ -155,8 +157,9 @@ impl Block {
 
     /// Sets the bits of the stream's positions `from..from + k`, one at a time, and returns
     /// how many were clear. An item sets few bits in a block (`k` of 512), so this is a few
-    /// instructions a bit, where building and applying a 512-bit mask costs a pass over eight
-    /// words; a position drawn twice is set (and counted) once, as the second finds it set.
+    /// instructions a bit, where building and applying a 512-bit mask in 64-bit words costs a
+    /// pass over eight of them; a position drawn twice is set (and counted) once, as the second
+    /// finds it set.
     #[inline(always)]
     fn set(&mut self, stream: &Stream, from: u32, k: u32) -> u32 {
         let mut flipped = 0;
@@ -528,9 +531,10 @@ impl BlockedLayer {
     /// written, so no page is dirtied) and nothing is counted. Otherwise the item is counted
     /// exactly as by `insert`.
     ///
-    /// A layer of a shape the sizing table gives runs an add compiled for that shape
-    /// (`insert_new_shaped`); any other (a decoded geometry outside the table) the same code
-    /// with the shape read at run time.
+    /// A layer of a shape the sizing table gives runs an add compiled for that shape: with
+    /// AVX-512 where the CPU has it (`insert_new_wide`), else position by position
+    /// (`insert_new_shaped`); any other shape (a decoded geometry outside the table) the
+    /// position-wise code with the shape read at run time.
     #[inline(always)]
     pub(crate) fn insert_new(&mut self, hash: &ItemHash) -> u32 {
         #[cfg(target_arch = "x86_64")]
@@ -571,7 +575,8 @@ impl BlockedLayer {
 
     /// The rest of `insert_new` for an item whose first block holds its bits (an item
     /// present, or one of the few new items whose first block is full of its bits): apart, so
-    /// that the common path is compiled for slot 0 alone (and its stream stays in registers).
+    /// that the common path's check is compiled for slot 0 alone (and its stream stays in
+    /// registers).
     /// Counts the item as `insert_new` does.
     #[cold]
     #[inline(never)]
@@ -1054,6 +1059,9 @@ mod tests {
         // position by position, and with AVX-512 where this CPU has it.
         #[cfg(target_arch = "x86_64")]
         let wides = [None, wide::Avx512::detect()];
+        if wides[1..].iter().all(Option::is_none) {
+            eprintln!("this CPU has no AVX-512 (F and VPOPCNTDQ): the wide add is not tested");
+        }
         #[cfg(not(target_arch = "x86_64"))]
         let wides = [None];
         for blocks in [1, 3, 64] {
