@@ -26,7 +26,7 @@
 # both modules, and what moves between runs, with the server's timers), the module's command
 # (the inclusive cost of Redis's calls into `RedisModuleCommandDispatcher`), and within it the
 # core: the inclusive cost of the calls from outside the core into its entry points
-# (layerbloom: `CuckooFilter::add`, `delete`, `contains`, `insert_many`, `contains_many`, and
+# (layerbloom: `CuckooFilter::add`, `delete`, `contains`, `insert_many(_within)`, `contains_many`, and
 # the same of `AnyFilter`, which the handlers call and which inlines the single ones;
 # RedisBloom: `CuckooFilter_Insert`, `_Check`, `_Delete`, `_InsertUnique` and its item hash,
 # `MurmurHash64A_Bloom`, which its command handlers call), so hashing counts as core on both
@@ -209,7 +209,7 @@ fi
 
 [[ " $sections " == *" cf "* ]] || exit 0
 # The cuckoo commands, in a server with layerbloom and then in one with RedisBloom's module.
-ours='(CuckooFilter|AnyFilter)::(add|add_nx|delete|contains|count|insert_many|contains_many)$'
+ours='(CuckooFilter|AnyFilter)::(add|add_nx|delete|contains|count|insert_many|insert_many_within|contains_many)$'
 theirs='^(CuckooFilter_(Insert|InsertUnique|Check|Count|Delete)|MurmurHash64A_Bloom)$'
 # The numbers redis-benchmark draws for the single commands (`__rand_int__` with -r 200000:
 # 000000000000 to 000000199999), each added twice.
