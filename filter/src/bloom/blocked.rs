@@ -576,8 +576,7 @@ impl BlockedLayer {
     /// The rest of `insert_new` for an item whose first block holds its bits (an item
     /// present, or one of the few new items whose first block is full of its bits): apart, so
     /// that the common path's check is compiled for slot 0 alone (and its stream stays in
-    /// registers).
-    /// Counts the item as `insert_new` does.
+    /// registers). Counts the item as `insert_new` does.
     #[cold]
     #[inline(never)]
     fn insert_past_first(&mut self, hash: &ItemHash, b: u32, k: u32) -> u32 {
