@@ -255,6 +255,11 @@ fn a_filter_of_more_layers_than_the_cap_still_loads_from_the_aof_and_cannot_grow
 const KICK_BUDGET_ERROR: &str = "ERR problem inserting into filter: this command spent its \
      budget of 1048576 evictions; this item and the ones after it were not inserted";
 
+/// `INFO bf`'s count of CF.INSERT / CF.INSERTNX commands stopped at their budget.
+fn inserts_stopped(con: &mut redis::Connection) -> i64 {
+    common::info_i64(con, "bf", "bf_cf_inserts_stopped_at_budget")
+}
+
 /// `CF.INSERT` / `CF.INSERTNX key ITEMS items...`: the reply's elements.
 fn cf_insert_raw(
     con: &mut redis::Connection,
@@ -340,9 +345,11 @@ fn a_cf_insert_into_a_nearly_full_filter_stops_at_its_eviction_budget() {
     let new = common::cf_items("new", 20_000);
     for command in ["CF.INSERT", "CF.INSERTNX"] {
         con.ok(&cmd!("SLOWLOG", "RESET"));
+        let stopped = inserts_stopped(&mut con);
         // Unbounded, this walks 65535 evictions for nearly every item: half a minute.
         let replies = cf_insert_raw(&mut con, command, "cf", &new);
         let took = slowest_us(&mut con);
+        assert_eq!(inserts_stopped(&mut con), stopped + 1, "{command}");
         eprintln!(
             "{command} of 20000 items: {} replies, {took} us",
             replies.len()
@@ -403,8 +410,15 @@ fn a_cf_insert_growing_a_filter_sub_filter_after_sub_filter_stops_at_its_evictio
     // full (65535 evictions, twice: the first pass cannot grow) precedes every growth.
     // Unbounded, one command grows it to 1024 sub-filters: minutes.
     reserve_longest_walk(&mut con, "grow", 64, 1);
+    // A command that ends within its budget is not counted as stopped.
+    let few = common::cf_items("few", 10);
+    assert!(cf_insert_raw(&mut con, "CF.INSERT", "grow", &few)
+        .iter()
+        .all(|r| *r == Value::Int(1)));
+    assert_eq!(inserts_stopped(&mut con), 0);
     let items = common::cf_items("g", 100_000);
     let replies = cf_insert_raw(&mut con, "CF.INSERT", "grow", &items);
+    assert_eq!(inserts_stopped(&mut con), 1);
     let (last, answered) = replies.split_last().unwrap();
     assert_eq!(error_of(last).as_deref(), Some(KICK_BUDGET_ERROR));
     assert!(answered.iter().all(|r| *r == Value::Int(1)), "{answered:?}");
@@ -413,7 +427,7 @@ fn a_cf_insert_growing_a_filter_sub_filter_after_sub_filter_stops_at_its_evictio
     assert!((2..100).contains(&filters), "{filters} sub-filters");
     assert_eq!(
         common::cf_field(&mut con, "grow", "Number of items inserted"),
-        answered.len() as i64
+        (few.len() + answered.len()) as i64
     );
 }
 
@@ -443,6 +457,7 @@ fn a_cf_insert_stopped_by_its_eviction_budget_reaches_replicas_and_the_aof_exact
         1
     ));
     let mut stopped = 0;
+    let counted = inserts_stopped(&mut con);
     for (command, key) in [
         ("CF.INSERT", "near"),
         ("CF.INSERTNX", "near"),
@@ -459,6 +474,7 @@ fn a_cf_insert_stopped_by_its_eviction_budget_reaches_replicas_and_the_aof_exact
     }
     // The first command on each key walks most: it is stopped.
     assert!(stopped >= 3, "{stopped} commands stopped by the budget");
+    assert_eq!(inserts_stopped(&mut con), counted + stopped);
     let keys = ["near", "grow", "ext"];
     let state = |con: &mut redis::Connection| -> Vec<(String, String)> {
         keys.iter()
@@ -469,11 +485,14 @@ fn a_cf_insert_stopped_by_its_eviction_budget_reaches_replicas_and_the_aof_exact
     assert_eq!(con.q::<i64>(&cmd!("WAIT", 1, 10_000)), 1);
     let mut rcon = replica.conn();
     assert_eq!(state(&mut rcon), want, "on the replica");
+    // What a replica and a replay receive is carried out whole, never stopped.
+    assert_eq!(inserts_stopped(&mut rcon), 0, "on the replica");
     drop(rcon);
     drop(con);
     primary.restart(Stop::NoSave);
     let mut con = primary.conn();
     assert_eq!(state(&mut con), want, "after the AOF replay");
+    assert_eq!(inserts_stopped(&mut con), 0, "after the AOF replay");
 }
 
 /// `CF.COUNT key item` of every item, in one round trip.

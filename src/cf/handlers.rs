@@ -372,12 +372,17 @@ fn insert_items(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult 
         .map(|r| matches!(r, Ok(true)))
         .collect();
     match &outcome {
-        Ok(results) => stats::refused_full(
-            results
-                .iter()
-                .filter(|r| matches!(r, Err(CuckooError::Full)))
-                .count(),
-        ),
+        Ok(results) => {
+            stats::refused_full(
+                results
+                    .iter()
+                    .filter(|r| matches!(r, Err(CuckooError::Full)))
+                    .count(),
+            );
+            if matches!(results.last(), Some(Err(CuckooError::KickBudget))) {
+                stats::insert_stopped();
+            }
+        }
         Err(e) => count_refusal(e),
     }
     propagate::after_cf_write(

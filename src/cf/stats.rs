@@ -15,6 +15,7 @@ static DELETES_NOT_FOUND: AtomicI64 = AtomicI64::new(0);
 static REFUSED_FULL: AtomicI64 = AtomicI64::new(0);
 static REFUSED_MAX_EXPANSIONS: AtomicI64 = AtomicI64::new(0);
 static CAPACITY_WARNINGS: AtomicI64 = AtomicI64::new(0);
+static INSERTS_STOPPED: AtomicI64 = AtomicI64::new(0);
 
 /// The figures of one filter that the totals sum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +117,12 @@ pub fn refused_max_expansions() {
     REFUSED_MAX_EXPANSIONS.fetch_add(1, Ordering::Relaxed);
 }
 
+/// A CF.INSERT / CF.INSERTNX stopped at its eviction budget (`KICK_BUDGET`) before its last
+/// item.
+pub fn insert_stopped() {
+    INSERTS_STOPPED.fetch_add(1, Ordering::Relaxed);
+}
+
 /// An add took a sub-filter to the capacity-warning threshold.
 pub fn warned() {
     CAPACITY_WARNINGS.fetch_add(1, Ordering::Relaxed);
@@ -134,6 +141,7 @@ pub fn info_fields() -> (&'static str, Vec<(&'static str, String)>) {
             ("cf_deletes_not_found", n(&DELETES_NOT_FOUND)),
             ("cf_refused_full", n(&REFUSED_FULL)),
             ("cf_refused_max_expansions", n(&REFUSED_MAX_EXPANSIONS)),
+            ("cf_inserts_stopped_at_budget", n(&INSERTS_STOPPED)),
             ("cf_capacity_warnings", n(&CAPACITY_WARNINGS)),
             (
                 "cf_capacity_warnings_suppressed",
