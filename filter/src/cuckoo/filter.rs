@@ -32,6 +32,28 @@ pub const COMPACT_BUDGET: u64 = 1 << 20;
 /// buckets take about 0.1 s.
 pub const KICK_BUDGET: u64 = 1 << 20;
 
+/// The eviction budget's rule, the same for both layouts (`kick_within` of each): no walk
+/// where the newest sub-filter has no `room` (an empty slot); `KickBudget`, before any swap,
+/// where `kicks` could not pay a walk of `max_iterations` swaps; else the `walk` (`Some(swaps)`
+/// when it placed the item, `None` after `max_iterations` swaps undone), paid from `kicks`.
+pub(super) fn walk_within(
+    room: bool,
+    max_iterations: u16,
+    kicks: &mut u64,
+    walk: impl FnOnce() -> Option<u64>,
+) -> Result<bool, CuckooError> {
+    if !room {
+        return Ok(false);
+    }
+    let max = u64::from(max_iterations);
+    if *kicks < max {
+        return Err(CuckooError::KickBudget);
+    }
+    let swaps = walk();
+    *kicks -= swaps.unwrap_or(max);
+    Ok(swaps.is_some())
+}
+
 /// An item's fingerprint and its two candidate bucket hashes. A sub-filter of `n` buckets
 /// (a power of two) keeps the fingerprint in bucket `h1 mod n` or `h2 mod n`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -653,17 +675,9 @@ impl CuckooFilter {
     /// `max_iterations` swaps: a walk cut short would fail (or grow the filter) where
     /// RedisBloom's succeeds. The swaps made are taken from `kicks`.
     fn kick_within(&mut self, h: &CuckooHash, kicks: &mut u64) -> Result<bool, CuckooError> {
-        match self.subs.last() {
-            Some(s) if !s.is_full() => {}
-            _ => return Ok(false),
-        }
-        let max = u64::from(self.params.max_iterations);
-        if *kicks < max {
-            return Err(CuckooError::KickBudget);
-        }
-        let swaps = self.kick(h);
-        *kicks -= swaps.unwrap_or(max);
-        Ok(swaps.is_some())
+        let room = self.subs.last().is_some_and(|s| !s.is_full());
+        let max = self.params.max_iterations;
+        walk_within(room, max, kicks, || self.kick(h))
     }
 
     /// The eviction walk in the newest sub-filter, from bucket `h1`: swap the fingerprint in

@@ -36,7 +36,7 @@
 //! Sub-filter `i` has the width [`Widths::of`] gives: the first two were sized at creation
 //! ([`rate::widths_for`]) and persisted, every later one a bit wider (to 32).
 
-use super::filter::{BATCH, COMPACT_BUDGET, KICK_BUDGET};
+use super::filter::{walk_within, BATCH, COMPACT_BUDGET, KICK_BUDGET};
 use super::params::{Params, MAX_SUB_FILTERS};
 use super::rate::{self, Widths};
 use super::{CuckooError, ALT_MULTIPLIER};
@@ -724,20 +724,11 @@ impl WideFilter {
         })
     }
 
-    /// `CuckooFilter::kick_within`'s rules: skipped on a full newest sub-filter, refused
-    /// before any swap when `kicks` could not pay a whole walk.
+    /// `kick` under the eviction budget's rule (`walk_within`), as `CuckooFilter::kick_within`.
     fn kick_within(&mut self, h: &WideHash, kicks: &mut u64) -> Result<bool, CuckooError> {
-        match self.subs.last() {
-            Some(s) if !s.is_full() => {}
-            _ => return Ok(false),
-        }
-        let max = u64::from(self.params.max_iterations);
-        if *kicks < max {
-            return Err(CuckooError::KickBudget);
-        }
-        let swaps = self.kick(h);
-        *kicks -= swaps.unwrap_or(max);
-        Ok(swaps.is_some())
+        let room = self.subs.last().is_some_and(|s| !s.is_full());
+        let max = self.params.max_iterations;
+        walk_within(room, max, kicks, || self.kick(h))
     }
 
     /// RedisBloom's eviction walk (see `CuckooFilter::kick`) in the newest sub-filter: the
