@@ -1,6 +1,6 @@
 //! layerbloom answers exactly as RedisBloom did, fixture by fixture.
 //!
-//! The fixtures (`../shared/fixtures/redisbloom`, described by its README.md) were written by
+//! The fixtures (`tests/fixtures/redisbloom`, described by its README.md) were written by
 //! the real RedisBloom in redis-server 7.0.15, with every answer it gave about them. Each test
 //! loads one source of RedisBloom data into a fresh server and checks every recorded answer:
 //!
@@ -39,9 +39,9 @@ use serde_json::{json, Value as Json};
 // The fixtures
 // ---------------------------------------------------------------------------------------------
 
-/// `../shared/fixtures/redisbloom`, next to the crate.
+/// `tests/fixtures/redisbloom`, in the repository.
 fn fixtures_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/redisbloom");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/redisbloom");
     if !dir.join("manifest.json").is_file() {
         panic!(
             "the RedisBloom fixtures are missing: expected {} (with manifest.json, dump.rdb, \
