@@ -206,7 +206,9 @@ fn filters_survive_an_aof_rewrite_with_rdb_preamble_and_restart() {
     con.raw(&cmd!("BGREWRITEAOF"));
     common::wait_for_aof_rewrite(&mut con);
     let base = aof_file(s.dir(), "b");
-    assert!(fs::read(&base).unwrap().starts_with(b"REDIS"));
+    assert!(fs::read(&base)
+        .unwrap()
+        .starts_with(common::server().rdb_magic()));
     s.restart(Stop::NoSave);
     let mut con = s.conn();
     assert_unchanged(
