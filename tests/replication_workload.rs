@@ -253,9 +253,9 @@ fn assert_same_dataset(p: &mut redis::Connection, r: &mut redis::Connection, whi
             (i.capacity, i.filters, i.items, i.expansion)
         };
         assert_eq!(info(r), info(p), "{which}: BF.INFO {k}");
-        // glibc's malloc (Valkey's build) gives equal requests unequal usable sizes: the
+        // glibc's malloc (the Valkey builds') gives equal requests unequal usable sizes: the
         // allocator's view is compared where it is deterministic (jemalloc).
-        if !common::server().is_valkey() {
+        if common::server().uses_jemalloc() {
             assert_eq!(
                 r.q::<i64>(&cmd!("MEMORY", "USAGE", k)),
                 p.q::<i64>(&cmd!("MEMORY", "USAGE", k)),

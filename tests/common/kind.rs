@@ -34,6 +34,12 @@ impl ServerKind {
         self.name == "valkey"
     }
 
+    /// Whether it allocates with jemalloc (its `--version` line's `malloc=`): the allocator
+    /// whose size classes make usable sizes deterministic; the PyPI Valkey builds use glibc's.
+    pub fn uses_jemalloc(&self) -> bool {
+        self.malloc.starts_with("jemalloc")
+    }
+
     /// Whether this is Redis at or above `major.minor` (false for Valkey).
     pub fn is_redis_at_least(&self, major: u32, minor: u32) -> bool {
         self.is_redis() && (self.version.0, self.version.1) >= (major, minor)
