@@ -49,6 +49,7 @@ test: test-clock-module build servers
 	$(foreach s,$(SERVERS),$(call integration_on,$(s)))
 
 define integration_on
+	$(if $(server_$(1)),,$(error unknown server '$(1)' in SERVERS: the servers are debian redis-7.4.1 redis-8.0 valkey-8.1.8 valkey-9.1))
 	@echo "=== integration tests on $(1): $(server_$(1))"
 	LAYERBLOOM_SERVER="$(server_$(1))" $(CARGO) test --release -p layerbloom --test integration
 
