@@ -102,13 +102,13 @@ pub fn asked() -> &'static Asked {
         let s = super::server::Server::start();
         let mut con = s.conn();
         let unprefixed = {
-            let v: Vec<String> = con.q(&redis::cmd("CONFIG").arg("GET").arg("bf-error-rate"));
+            let v: Vec<String> = con.q(redis::cmd("CONFIG").arg("GET").arg("bf-error-rate"));
             v.first().map(String::as_str) == Some("bf-error-rate")
         };
         let key = "layerbloom-suite:probe";
-        con.ok(&redis::cmd("SET").arg(key).arg("v"));
-        let dump: Vec<u8> = con.q(&redis::cmd("DUMP").arg(key));
-        let _: i64 = con.q(&redis::cmd("DEL").arg(key));
+        con.ok(redis::cmd("SET").arg(key).arg("v"));
+        let dump: Vec<u8> = con.q(redis::cmd("DUMP").arg(key));
+        let _: i64 = con.q(redis::cmd("DEL").arg(key));
         assert!(dump.len() >= 10, "DUMP replied {dump:?}");
         let footer = &dump[dump.len() - 10..dump.len() - 8];
         let rdb_version = u16::from_le_bytes([footer[0], footer[1]]);

@@ -297,9 +297,9 @@ pub fn aof_file(dir: &Path, kind: &str) -> PathBuf {
     };
     let name = manifest
         .lines()
+        .rev()
         .filter(|l| field(l, "type").as_deref() == Some(kind))
-        .filter_map(|l| field(l, "file"))
-        .last()
+        .find_map(|l| field(l, "file"))
         .unwrap_or_else(|| panic!("no file of type {kind} in the manifest:\n{manifest}"));
     aof_dir.join(name)
 }
