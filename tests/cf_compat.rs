@@ -1,6 +1,6 @@
 //! layerbloom's CF commands answer exactly as RedisBloom's did, fixture by fixture.
 //!
-//! The fixtures (`../shared/fixtures/redisbloom-cf`, described by its README.md) were written
+//! The fixtures (`tests/fixtures/redisbloom-cf`, described by its README.md) were written
 //! by the real RedisBloom with every answer it gave. Each test loads one source of RedisBloom
 //! cuckoo data into a fresh server and checks every recorded answer (TYPE, CF.INFO, CF.DEBUG,
 //! CF.EXISTS / CF.MEXISTS / CF.COUNT of every tracked item, the probes and their counts, the

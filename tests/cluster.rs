@@ -6,6 +6,7 @@
 //! keeps it intact: the same digest, every item still present.
 
 use crate::common;
+use common::setting;
 
 use std::process::Command;
 use std::time::Duration;
@@ -429,7 +430,7 @@ fn migrate_moves_filter_keys_between_nodes_intact() {
     // A filter in RedisBloom's classic layout too.
     cluster.nodes[src]
         .conn()
-        .ok(&cmd!("CONFIG", "SET", "bf.bf-layout", "classic"));
+        .ok(&cmd!("CONFIG", "SET", &setting("bf-layout"), "classic"));
     let classic = "{mig}:classic".to_string();
     let list = items(&classic, 300);
     let mut c = cmd!("BF.MADD", &classic);

@@ -4,6 +4,7 @@
 
 use crate::common;
 use crate::table;
+use common::setting;
 
 use common::{
     bf_info, config_get, digest, error_of, items, key_exists, loadchunks, madd, mexists, scandump,
@@ -1289,15 +1290,17 @@ fn config_settings_change_the_auto_create_defaults() {
     require_own_server!();
     let s = Server::start();
     let mut con = s.conn();
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-initial-size", 1000));
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-error-rate", "0.001"));
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-expansion-factor", 4));
-    assert_eq!(config_get(&mut con, "bf.bf-initial-size"), "1000");
+    con.ok(&cmd!("CONFIG", "SET", &setting("bf-initial-size"), 1000));
+    con.ok(&cmd!("CONFIG", "SET", &setting("bf-error-rate"), "0.001"));
+    con.ok(&cmd!("CONFIG", "SET", &setting("bf-expansion-factor"), 4));
+    assert_eq!(config_get(&mut con, &setting("bf-initial-size")), "1000");
     assert_eq!(
-        config_get(&mut con, "bf.bf-error-rate").parse::<f64>().ok(),
+        config_get(&mut con, &setting("bf-error-rate"))
+            .parse::<f64>()
+            .ok(),
         Some(0.001)
     );
-    assert_eq!(config_get(&mut con, "bf.bf-expansion-factor"), "4");
+    assert_eq!(config_get(&mut con, &setting("bf-expansion-factor")), "4");
     con.q::<i64>(&cmd!("BF.ADD", "add", "x"));
     con.q::<Vec<i64>>(&cmd!("BF.MADD", "madd", "x"));
     con.q::<Vec<i64>>(&cmd!("BF.INSERT", "insert", "ITEMS", "x"));
@@ -1321,8 +1324,8 @@ fn expansion_factor_zero_makes_new_filters_nonscaling() {
     require_own_server!();
     let s = Server::start();
     let mut con = s.conn();
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-expansion-factor", 0));
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-initial-size", 2));
+    con.ok(&cmd!("CONFIG", "SET", &setting("bf-expansion-factor"), 0));
+    con.ok(&cmd!("CONFIG", "SET", &setting("bf-initial-size"), 2));
     assert_eq!(
         con.q::<Vec<i64>>(&cmd!("BF.MADD", "k", "a", "b")),
         vec![1, 1]
@@ -1339,10 +1342,12 @@ fn legacy_load_time_arguments_set_the_defaults() {
         .start();
     let mut con = s.conn();
     assert_eq!(
-        config_get(&mut con, "bf.bf-error-rate").parse::<f64>().ok(),
+        config_get(&mut con, &setting("bf-error-rate"))
+            .parse::<f64>()
+            .ok(),
         Some(0.001)
     );
-    assert_eq!(config_get(&mut con, "bf.bf-initial-size"), "1000");
+    assert_eq!(config_get(&mut con, &setting("bf-initial-size")), "1000");
     con.q::<i64>(&cmd!("BF.ADD", "k", "x"));
     con.ok(&cmd!("BF.RESERVE", "ref", "0.001", 1000));
     let reference = bf_info(&mut con, "ref");
@@ -1359,8 +1364,8 @@ fn legacy_load_time_arguments_set_the_defaults() {
 fn settings_given_on_the_command_line_apply() {
     require_own_server!();
     let s = Server::builder()
-        .config("bf.bf-initial-size", "500")
-        .config("bf.bf-expansion-factor", "3")
+        .config(&setting("bf-initial-size"), "500")
+        .config(&setting("bf-expansion-factor"), "3")
         .start();
     let mut con = s.conn();
     con.q::<i64>(&cmd!("BF.ADD", "k", "x"));
@@ -1374,13 +1379,13 @@ fn config_refuses_values_outside_the_documented_ranges() {
     let s = Server::start();
     let mut con = s.conn();
     for (name, value) in [
-        ("bf.bf-error-rate", "0"),
-        ("bf.bf-error-rate", "1"),
-        ("bf.bf-error-rate", "abc"),
-        ("bf.bf-initial-size", "0"),
-        ("bf.bf-initial-size", "1073741825"),
-        ("bf.bf-expansion-factor", "32769"),
-        ("bf.bf-expansion-factor", "-1"),
+        (&setting("bf-error-rate"), "0"),
+        (&setting("bf-error-rate"), "1"),
+        (&setting("bf-error-rate"), "abc"),
+        (&setting("bf-initial-size"), "0"),
+        (&setting("bf-initial-size"), "1073741825"),
+        (&setting("bf-expansion-factor"), "32769"),
+        (&setting("bf-expansion-factor"), "-1"),
     ] {
         let v = con.raw(&cmd!("CONFIG", "SET", name, value));
         assert!(
@@ -1401,8 +1406,16 @@ fn reserve_over_the_memory_limit_is_refused() {
     require_own_server!();
     let s = Server::start();
     let mut con = s.conn();
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-max-filter-memory", "1mb"));
-    assert_eq!(config_get(&mut con, "bf.bf-max-filter-memory"), "1048576");
+    con.ok(&cmd!(
+        "CONFIG",
+        "SET",
+        &setting("bf-max-filter-memory"),
+        "1mb"
+    ));
+    assert_eq!(
+        config_get(&mut con, &setting("bf-max-filter-memory")),
+        "1048576"
+    );
     let e = con.err_text(&cmd!("BF.RESERVE", "big", "0.01", 10_000_000));
     assert!(
         e.starts_with("ERR Insufficient memory to create filter"),
@@ -1437,7 +1450,12 @@ fn growth_over_the_memory_limit_is_refused_and_leaves_the_filter_unchanged() {
     require_own_server!();
     let s = Server::start();
     let mut con = s.conn();
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-max-filter-memory", "1mb"));
+    con.ok(&cmd!(
+        "CONFIG",
+        "SET",
+        &setting("bf-max-filter-memory"),
+        "1mb"
+    ));
     con.ok(&cmd!("BF.RESERVE", "k", "0.01", 100_000, "EXPANSION", 8));
     let mut added: Vec<Vec<u8>> = Vec::new();
     let mut next = 0usize;
@@ -1506,7 +1524,7 @@ fn a_huge_reserve_is_refused_under_the_default_limit() {
         return;
     }
     assert_eq!(
-        config_get(&mut con, "bf.bf-max-filter-memory"),
+        config_get(&mut con, &setting("bf-max-filter-memory")),
         (4u64 << 30).to_string()
     );
 }
@@ -1722,7 +1740,12 @@ fn loadchunk_header_over_the_memory_limit_is_refused() {
     con.ok(&cmd!("BF.RESERVE", "src", "0.01", 2_000_000));
     assert!(bf_info(&mut con, "src").size > 2 * 1024 * 1024);
     let header = scandump(&mut con, "src").remove(0).1;
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-max-filter-memory", "1mb"));
+    con.ok(&cmd!(
+        "CONFIG",
+        "SET",
+        &setting("bf-max-filter-memory"),
+        "1mb"
+    ));
     let e = con.err_text(&cmd!("BF.LOADCHUNK", "dst", 1, header.as_slice()));
     assert!(
         e.starts_with("ERR Insufficient memory to create filter"),

@@ -1,6 +1,6 @@
 //! layerbloom answers exactly as RedisBloom did, fixture by fixture.
 //!
-//! The fixtures (`../shared/fixtures/redisbloom`, described by its README.md) were written by
+//! The fixtures (`tests/fixtures/redisbloom`, described by its README.md) were written by
 //! the real RedisBloom in redis-server 7.0.15, with every answer it gave about them. Each test
 //! loads one source of RedisBloom data into a fresh server and checks every recorded answer:
 //!
@@ -21,6 +21,7 @@
 //! with all of them.
 
 use crate::common;
+use common::setting;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
@@ -39,9 +40,9 @@ use serde_json::{json, Value as Json};
 // The fixtures
 // ---------------------------------------------------------------------------------------------
 
-/// `../shared/fixtures/redisbloom`, next to the crate.
+/// `tests/fixtures/redisbloom`, in the repository.
 fn fixtures_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/redisbloom");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/redisbloom");
     if !dir.join("manifest.json").is_file() {
         panic!(
             "the RedisBloom fixtures are missing: expected {} (with manifest.json, dump.rdb, \
@@ -875,7 +876,7 @@ fn dump_rdb_answers_like_redisbloom() {
         );
     }
     run.con
-        .ok(&cmd!("CONFIG", "SET", "bf.bf-layout", "classic"));
+        .ok(&cmd!("CONFIG", "SET", &setting("bf-layout"), "classic"));
     for rec in filters() {
         let key = key_of(rec);
         run.check_classic_size(&format!("[dump.rdb, classic mode] {key}"), key, rec);
@@ -999,8 +1000,12 @@ fn classic_mode_builds_what_redisbloom_built() {
         .module_args(&["bf-layout", "classic"])
         .start();
     let mut run = Run::new(&server);
-    let layout: Vec<String> = run.con.q(&cmd!("CONFIG", "GET", "bf.bf-layout"));
-    assert_eq!(layout, ["bf.bf-layout", "classic"], "the module argument");
+    let layout: Vec<String> = run.con.q(&cmd!("CONFIG", "GET", &setting("bf-layout")));
+    assert_eq!(
+        layout,
+        [setting("bf-layout"), "classic".to_string()],
+        "the module argument"
+    );
     for rec in filters() {
         let key = key_of(rec);
         let label = format!("[classic replay] {key}");

@@ -5,6 +5,7 @@
 //! RESP2 and RESP3. RedisBloom reads a merged classic filter back (the oracle test).
 
 use crate::common;
+use common::setting;
 
 use common::{
     bf_info, digest, events, items, key_exists, madd, mexists, redisbloom_path, scandump,
@@ -97,7 +98,7 @@ fn the_union_holds_every_item_of_every_source_and_estimates_its_count() {
     for layout in ["blocked", "classic"] {
         let s = Server::start();
         let mut con = s.conn();
-        con.ok(&cmd!("CONFIG", "SET", "bf.bf-layout", layout));
+        con.ok(&cmd!("CONFIG", "SET", &setting("bf-layout"), layout));
         let sets = three_sources(&mut con, &["0.01", "200"]);
         con.ok(&cmd!("BF.MERGE", "u", "a", "b", "c"));
         assert_union_holds(&mut con, "u", &sets);
@@ -211,7 +212,7 @@ fn refused_merges_change_and_create_nothing() {
         "ERR wrong number of arguments for 'bf.merge' command"
     );
     // A classic filter and a blocked one do not merge.
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-layout", "classic"));
+    con.ok(&cmd!("CONFIG", "SET", &setting("bf-layout"), "classic"));
     con.ok(&cmd!("BF.RESERVE", "classic", "0.01", 100));
     assert_eq!(
         con.err_text(&cmd!("BF.MERGE", "new", "a", "classic")),
@@ -230,7 +231,7 @@ fn sources_that_differ_past_the_first_source_s_layers_are_refused() {
     const LAYER: usize = 53;
     let s = Server::start();
     let mut con = s.conn();
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-layout", "classic"));
+    con.ok(&cmd!("CONFIG", "SET", &setting("bf-layout"), "classic"));
     for (key, n) in [("one", 50), ("two", 300)] {
         con.ok(&cmd!("BF.RESERVE", key, "0.01", 100));
         madd(&mut con, key, &items(key, n));
@@ -323,7 +324,12 @@ fn a_merge_over_the_per_filter_limit_or_maxmemory_is_refused_before_allocating()
     con.ok(&cmd!("BF.RESERVE", "big", "0.01", 10_000_000));
     madd(&mut con, "big", &items("b", 100));
     let size = bf_info(&mut con, "big").size;
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-max-filter-memory", 1 << 20));
+    con.ok(&cmd!(
+        "CONFIG",
+        "SET",
+        &setting("bf-max-filter-memory"),
+        1 << 20
+    ));
     assert_eq!(
         con.err_text(&cmd!("BF.MERGE", "u", "big")),
         format!(
@@ -333,7 +339,12 @@ fn a_merge_over_the_per_filter_limit_or_maxmemory_is_refused_before_allocating()
         )
     );
     assert!(!key_exists(&mut con, "u"));
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-max-filter-memory", "4gb"));
+    con.ok(&cmd!(
+        "CONFIG",
+        "SET",
+        &setting("bf-max-filter-memory"),
+        "4gb"
+    ));
 
     // maxmemory: room for much less than the union.
     con.ok(&cmd!("CONFIG", "SET", "maxmemory-policy", "noeviction"));
@@ -363,7 +374,7 @@ fn a_replica_and_an_aof_replay_end_with_the_same_merged_filters() {
     let mut p = primary.conn();
     common::wait_for_aof_rewrite(&mut p);
     for layout in ["blocked", "classic"] {
-        p.ok(&cmd!("CONFIG", "SET", "bf.bf-layout", layout));
+        p.ok(&cmd!("CONFIG", "SET", &setting("bf-layout"), layout));
         for k in ["a", "b", "c"] {
             p.q::<i64>(&cmd!("DEL", k));
         }
@@ -412,7 +423,7 @@ fn a_union_of_full_sources_survives_reload_restore_full_sync_aof_rewrite_and_loa
     let mut probes = Vec::new();
     let mut unions = Vec::new();
     for layout in ["blocked", "classic"] {
-        con.ok(&cmd!("CONFIG", "SET", "bf.bf-layout", layout));
+        con.ok(&cmd!("CONFIG", "SET", &setting("bf-layout"), layout));
         for source in ["a", "b"] {
             let (key, set) = (format!("{layout}:{source}"), items(source, 1000));
             con.ok(&cmd!("BF.RESERVE", &key, "0.01", 100));
@@ -436,7 +447,7 @@ fn a_union_of_full_sources_survives_reload_restore_full_sync_aof_rewrite_and_loa
     }
     // The setting's default, as after the restart and on the replica: BF.INFO's Size of a
     // classic filter follows it.
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-layout", "blocked"));
+    con.ok(&cmd!("CONFIG", "SET", &setting("bf-layout"), "blocked"));
     probes.extend(items("absent", 5000));
     let state = |con: &mut redis::Connection, key: &str| {
         assert!(key_exists(con, key), "{key} is gone");
@@ -631,7 +642,7 @@ fn a_union_fuller_than_its_layers_reloads_and_copies_exactly() {
     for layout in ["blocked", "classic"] {
         let s = Server::start();
         let mut con = s.conn();
-        con.ok(&cmd!("CONFIG", "SET", "bf.bf-layout", layout));
+        con.ok(&cmd!("CONFIG", "SET", &setting("bf-layout"), layout));
         con.ok(&cmd!("BF.RESERVE", "a", "0.01", 100));
         con.ok(&cmd!("BF.RESERVE", "b", "0.01", 100));
         madd(&mut con, "a", &items("a", 90));

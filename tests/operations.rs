@@ -6,6 +6,7 @@
 
 use crate::common;
 use crate::table;
+use common::setting;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -16,13 +17,14 @@ use common::{
 };
 use redis::Value;
 
+/// Every setting (its name without the module prefix, see [`common::setting`]) and default.
 const SETTINGS: [(&str, &str); 6] = [
-    ("bf.bf-error-rate", "0.01"),
-    ("bf.bf-initial-size", "100"),
-    ("bf.bf-expansion-factor", "2"),
-    ("bf.bf-max-filter-memory", "4294967296"),
-    ("bf.bf-layout", "blocked"),
-    ("bf.bf-capacity-warning", "70"),
+    ("bf-error-rate", "0.01"),
+    ("bf-initial-size", "100"),
+    ("bf-expansion-factor", "2"),
+    ("bf-max-filter-memory", "4294967296"),
+    ("bf-layout", "blocked"),
+    ("bf-capacity-warning", "70"),
 ];
 
 fn config_set(con: &mut redis::Connection, name: &str, value: &str) {
@@ -126,9 +128,10 @@ fn every_setting_has_its_documented_default() {
     let s = Server::start();
     let mut con = s.conn();
     for (name, default) in SETTINGS {
-        assert_eq!(config_get(&mut con, name), default, "{name}");
+        let name = setting(name);
+        assert_eq!(config_get(&mut con, &name), default, "{name}");
     }
-    let all: Vec<String> = con.q(&cmd!("CONFIG", "GET", "bf.*"));
+    let all: Vec<String> = con.q(&cmd!("CONFIG", "GET", setting("bf-*")));
     assert_eq!(all.len(), 2 * SETTINGS.len(), "{all:?}");
 }
 
@@ -141,63 +144,63 @@ fn every_setting_refuses_invalid_values_with_a_clear_error() {
         |name: &str| format!("ERR CONFIG SET failed (possibly related to argument '{name}') - ");
     let error_rate = "error rate must be a number in the open interval (0, 1)";
     for (name, value, why) in [
-        ("bf.bf-error-rate", "0", error_rate),
-        ("bf.bf-error-rate", "1", error_rate),
-        ("bf.bf-error-rate", "-0.5", error_rate),
-        ("bf.bf-error-rate", "abc", error_rate),
-        ("bf.bf-error-rate", "", error_rate),
+        (&setting("bf-error-rate"), "0", error_rate),
+        (&setting("bf-error-rate"), "1", error_rate),
+        (&setting("bf-error-rate"), "-0.5", error_rate),
+        (&setting("bf-error-rate"), "abc", error_rate),
+        (&setting("bf-error-rate"), "", error_rate),
         (
-            "bf.bf-initial-size",
+            &setting("bf-initial-size"),
             "0",
             "argument must be between 1 and 1073741824 inclusive",
         ),
         (
-            "bf.bf-initial-size",
+            &setting("bf-initial-size"),
             "1073741825",
             "argument must be between 1 and 1073741824 inclusive",
         ),
         (
-            "bf.bf-initial-size",
+            &setting("bf-initial-size"),
             "ten",
             "argument couldn't be parsed into an integer",
         ),
         (
-            "bf.bf-expansion-factor",
+            &setting("bf-expansion-factor"),
             "-1",
             "argument must be between 0 and 32768 inclusive",
         ),
         (
-            "bf.bf-expansion-factor",
+            &setting("bf-expansion-factor"),
             "32769",
             "argument must be between 0 and 32768 inclusive",
         ),
         (
-            "bf.bf-max-filter-memory",
+            &setting("bf-max-filter-memory"),
             "1000",
             "argument must be between 1024 and 9223372036854775807 inclusive",
         ),
         (
-            "bf.bf-max-filter-memory",
+            &setting("bf-max-filter-memory"),
             "lots",
             "argument must be a memory value",
         ),
         (
-            "bf.bf-layout",
+            &setting("bf-layout"),
             "sparse",
             "argument(s) must be one of the following: blocked, classic",
         ),
         (
-            "bf.bf-capacity-warning",
+            &setting("bf-capacity-warning"),
             "101",
             "argument must be between 0 and 100 inclusive",
         ),
         (
-            "bf.bf-capacity-warning",
+            &setting("bf-capacity-warning"),
             "-1",
             "argument must be between 0 and 100 inclusive",
         ),
         (
-            "bf.bf-capacity-warning",
+            &setting("bf-capacity-warning"),
             "0.7",
             "argument couldn't be parsed into an integer",
         ),
@@ -209,7 +212,8 @@ fn every_setting_refuses_invalid_values_with_a_clear_error() {
         );
     }
     for (name, default) in SETTINGS {
-        assert_eq!(config_get(&mut con, name), default, "{name} unchanged");
+        let name = setting(name);
+        assert_eq!(config_get(&mut con, &name), default, "{name} unchanged");
     }
 }
 
@@ -219,42 +223,45 @@ fn config_set_takes_effect_for_every_setting() {
     let s = Server::start();
     let mut con = s.conn();
     // Defaults of auto-created filters.
-    config_set(&mut con, "bf.bf-error-rate", "0.002");
-    config_set(&mut con, "bf.bf-initial-size", "5000");
-    config_set(&mut con, "bf.bf-expansion-factor", "5");
+    config_set(&mut con, &setting("bf-error-rate"), "0.002");
+    config_set(&mut con, &setting("bf-initial-size"), "5000");
+    config_set(&mut con, &setting("bf-expansion-factor"), "5");
     con.q::<i64>(&cmd!("BF.ADD", "auto", "x"));
     assert_eq!(info_f64(&mut con, "auto", "ERROR"), 0.002);
     assert_eq!(info_int(&mut con, "auto", "CAPACITY"), 5000);
     assert_eq!(info_int(&mut con, "auto", "EXPANSION"), 5);
-    assert_eq!(config_get(&mut con, "bf.bf-error-rate"), "0.002");
+    assert_eq!(config_get(&mut con, &setting("bf-error-rate")), "0.002");
     // BF.RESERVE without EXPANSION takes the default factor too.
     con.ok(&cmd!("BF.RESERVE", "reserved", "0.01", 10));
     assert_eq!(info_int(&mut con, "reserved", "EXPANSION"), 5);
     // Expansion 0: non-scaling.
-    config_set(&mut con, "bf.bf-expansion-factor", "0");
+    config_set(&mut con, &setting("bf-expansion-factor"), "0");
     con.q::<i64>(&cmd!("BF.ADD", "fixed", "x"));
     assert_eq!(info_value(&mut con, "fixed", "EXPANSION"), Value::Nil);
     // The memory limit.
-    config_set(&mut con, "bf.bf-max-filter-memory", "64kb");
-    assert_eq!(config_get(&mut con, "bf.bf-max-filter-memory"), "65536");
+    config_set(&mut con, &setting("bf-max-filter-memory"), "64kb");
+    assert_eq!(
+        config_get(&mut con, &setting("bf-max-filter-memory")),
+        "65536"
+    );
     let e = con.err_text(&cmd!("BF.RESERVE", "big", "0.01", 100_000));
     assert!(
         e.starts_with("ERR Insufficient memory to create filter: it would need ")
             && e.ends_with(" bytes, over the per-filter limit bf-max-filter-memory of 65536 bytes"),
         "{e}"
     );
-    config_set(&mut con, "bf.bf-max-filter-memory", "1mb");
+    config_set(&mut con, &setting("bf-max-filter-memory"), "1mb");
     con.ok(&cmd!("BF.RESERVE", "big", "0.01", 100_000));
     // The layout of new filters: BF.DEBUG shows RedisBloom's fields for a classic one.
-    config_set(&mut con, "bf.bf-layout", "classic");
+    config_set(&mut con, &setting("bf-layout"), "classic");
     con.ok(&cmd!("BF.RESERVE", "classic", "0.01", 1000));
     assert!(debug_layers(&mut con, "classic")[0].contains_key("hashwidth"));
     assert!(debug_layers(&mut con, "big")[0].contains_key("blocksperitem"));
-    config_set(&mut con, "bf.bf-layout", "blocked");
+    config_set(&mut con, &setting("bf-layout"), "blocked");
     con.ok(&cmd!("BF.RESERVE", "blocked", "0.01", 1000));
     assert!(debug_layers(&mut con, "blocked")[0].contains_key("blocksperitem"));
     // The capacity-warning threshold: 50% of a 100-item layer warns at the 50th item.
-    config_set(&mut con, "bf.bf-capacity-warning", "50");
+    config_set(&mut con, &setting("bf-capacity-warning"), "50");
     con.ok(&cmd!("BF.RESERVE", "warn", "0.01", 100));
     add_n(&mut con, "warn", "w", 49);
     assert_eq!(info_bf_i64(&mut con, "bf_capacity_warnings"), 0);
@@ -286,12 +293,12 @@ fn load_time_arguments_set_every_setting() {
         .start();
     let mut con = s.conn();
     for (name, value) in [
-        ("bf.bf-error-rate", "0.001"),
-        ("bf.bf-initial-size", "1000"),
-        ("bf.bf-expansion-factor", "4"),
-        ("bf.bf-max-filter-memory", "67108864"),
-        ("bf.bf-layout", "classic"),
-        ("bf.bf-capacity-warning", "55"),
+        (&setting("bf-error-rate"), "0.001"),
+        (&setting("bf-initial-size"), "1000"),
+        (&setting("bf-expansion-factor"), "4"),
+        (&setting("bf-max-filter-memory"), "67108864"),
+        (&setting("bf-layout"), "classic"),
+        (&setting("bf-capacity-warning"), "55"),
     ] {
         assert_eq!(config_get(&mut con, name), value, "{name}");
     }
@@ -305,13 +312,16 @@ fn load_time_arguments_set_every_setting() {
 fn settings_in_the_server_configuration_apply() {
     require_own_server!();
     let s = Server::builder()
-        .config("bf.bf-capacity-warning", "90")
-        .config("bf.bf-max-filter-memory", "2mb")
-        .config("bf.bf-error-rate", "0.05")
+        .config(&setting("bf-capacity-warning"), "90")
+        .config(&setting("bf-max-filter-memory"), "2mb")
+        .config(&setting("bf-error-rate"), "0.05")
         .start();
     let mut con = s.conn();
-    assert_eq!(config_get(&mut con, "bf.bf-capacity-warning"), "90");
-    assert_eq!(config_get(&mut con, "bf.bf-max-filter-memory"), "2097152");
+    assert_eq!(config_get(&mut con, &setting("bf-capacity-warning")), "90");
+    assert_eq!(
+        config_get(&mut con, &setting("bf-max-filter-memory")),
+        "2097152"
+    );
     con.q::<i64>(&cmd!("BF.ADD", "k", "x"));
     assert_eq!(info_f64(&mut con, "k", "ERROR"), 0.05);
 }
@@ -430,7 +440,7 @@ fn growth_over_the_limit_is_refused_where_max_capacity_said() {
     require_own_server!();
     let s = Server::start();
     let mut con = s.conn();
-    config_set(&mut con, "bf.bf-max-filter-memory", "256kb");
+    config_set(&mut con, &setting("bf-max-filter-memory"), "256kb");
     con.ok(&cmd!("BF.RESERVE", "k", "0.01", 1000, "EXPANSION", 2));
     let reachable = info_int(&mut con, "k", "MAXCAPACITY");
     // 1000 + 2000 + ... + 32000: the next layer (64000 items) would pass 256 KiB.
@@ -481,7 +491,7 @@ fn growth_over_the_limit_is_refused_where_max_capacity_said() {
     assert_eq!(info_int(&mut con, "k", "ITEMS"), items_before);
     assert_eq!(common::digest(&mut con, "k"), digest);
     // Raising the limit lets it grow again.
-    config_set(&mut con, "bf.bf-max-filter-memory", "4gb");
+    config_set(&mut con, &setting("bf-max-filter-memory"), "4gb");
     assert!(info_int(&mut con, "k", "MAXCAPACITY") > reachable);
     let layers = info_int(&mut con, "k", "FILTERS");
     add_n(&mut con, "k", "after", 10);
@@ -506,12 +516,15 @@ fn replicas_and_loading_apply_what_the_primary_accepted() {
         .save("")
         .start();
     let mut p = primary.conn();
-    config_set(&mut p, "bf.bf-max-filter-memory", "4gb");
+    config_set(&mut p, &setting("bf-max-filter-memory"), "4gb");
     con_reserve_big(&mut p);
     let replica = replica_of(&primary, &["bf-max-filter-memory", "1mb"]);
     wait_for_link(&replica);
     let mut r = replica.conn();
-    assert_eq!(config_get(&mut r, "bf.bf-max-filter-memory"), "1048576");
+    assert_eq!(
+        config_get(&mut r, &setting("bf-max-filter-memory")),
+        "1048576"
+    );
     // Full sync (RDB) carried the filter; a write after it is replicated and applied too.
     con_reserve_other(&mut p);
     add_n(&mut p, "big", "item", 5000);
@@ -527,7 +540,10 @@ fn replicas_and_loading_apply_what_the_primary_accepted() {
     drop(replica);
     primary.restart(Stop::NoSave);
     let mut p = primary.conn();
-    assert_eq!(config_get(&mut p, "bf.bf-max-filter-memory"), "1048576");
+    assert_eq!(
+        config_get(&mut p, &setting("bf-max-filter-memory")),
+        "1048576"
+    );
     assert_eq!(common::digest(&mut p, "big"), digest, "after AOF replay");
     p.ok(&cmd!("DEBUG", "RELOAD"));
     assert_eq!(common::digest(&mut p, "big"), digest, "after RDB load");
@@ -711,7 +727,7 @@ fn health_of_a_classic_filter_matches_its_bits() {
     require_own_server!();
     let s = Server::start();
     let mut con = s.conn();
-    config_set(&mut con, "bf.bf-layout", "classic");
+    config_set(&mut con, &setting("bf-layout"), "classic");
     con.ok(&cmd!("BF.RESERVE", "k", "0.01", 20_000, "EXPANSION", 2));
     add_n(&mut con, "k", "h", 60_000);
     let layers = debug_layers(&mut con, "k");
@@ -987,12 +1003,12 @@ fn the_warning_threshold_can_be_changed_or_turned_off() {
     require_own_server!();
     let s = Server::start();
     let mut con = s.conn();
-    config_set(&mut con, "bf.bf-capacity-warning", "0");
+    config_set(&mut con, &setting("bf-capacity-warning"), "0");
     con.ok(&cmd!("BF.RESERVE", "off", "0.01", 100));
     add_n(&mut con, "off", "a", 100);
     assert_eq!(warning_lines(&s, "off"), 0);
     assert_eq!(info_bf_i64(&mut con, "bf_filters_over_warning"), 0);
-    config_set(&mut con, "bf.bf-capacity-warning", "100");
+    config_set(&mut con, &setting("bf-capacity-warning"), "100");
     con.ok(&cmd!("BF.RESERVE", "full", "0.01", 100));
     add_n(&mut con, "full", "a", 99);
     assert_eq!(warning_lines(&s, "full"), 0);
@@ -1016,7 +1032,7 @@ fn a_filter_is_counted_over_the_new_threshold_from_its_next_write() {
     add_n(&mut con, "k", "a", 75);
     assert_eq!(info_bf_i64(&mut con, "bf_filters_over_warning"), 1);
     // Now under the threshold, but counted as of its last write until the next.
-    config_set(&mut con, "bf.bf-capacity-warning", "90");
+    config_set(&mut con, &setting("bf-capacity-warning"), "90");
     assert_eq!(info_bf_i64(&mut con, "bf_filters_over_warning"), 1);
     // A write that leaves it under 90%, as it found it.
     add_n(&mut con, "k", "b", 5);
@@ -1024,7 +1040,7 @@ fn a_filter_is_counted_over_the_new_threshold_from_its_next_write() {
     // And back: 80 of 100 is over 70% before and after this write.
     add_n(&mut con, "other", "a", 80);
     assert_eq!(info_bf_i64(&mut con, "bf_filters_over_warning"), 0);
-    config_set(&mut con, "bf.bf-capacity-warning", "70");
+    config_set(&mut con, &setting("bf-capacity-warning"), "70");
     assert_eq!(info_bf_i64(&mut con, "bf_filters_over_warning"), 0);
     add_n(&mut con, "other", "b", 1);
     assert_eq!(info_bf_i64(&mut con, "bf_filters_over_warning"), 1);
@@ -1072,7 +1088,7 @@ fn info_bf_sums_the_filters_layers_items_and_bytes() {
     con.ok(&cmd!("BF.RESERVE", "a", "0.01", 100));
     add_n(&mut con, "a", "x", 500);
     con.q::<i64>(&cmd!("BF.ADD", "b", "x"));
-    config_set(&mut con, "bf.bf-layout", "classic");
+    config_set(&mut con, &setting("bf-layout"), "classic");
     con.ok(&cmd!("BF.RESERVE", "c", "0.001", 1000));
     add_n(&mut con, "c", "y", 3000);
     let chunks = scandump(&mut con, "a");
@@ -1108,7 +1124,7 @@ fn info_bf_counts_refusals_and_filters_over_the_threshold() {
     require_own_server!();
     let s = Server::start();
     let mut con = s.conn();
-    config_set(&mut con, "bf.bf-max-filter-memory", "64kb");
+    config_set(&mut con, &setting("bf-max-filter-memory"), "64kb");
     assert!(con
         .err_text(&cmd!("BF.RESERVE", "huge", "0.01", 1_000_000))
         .starts_with("ERR Insufficient memory to create filter"));
@@ -1154,7 +1170,7 @@ fn info_bf_counts_refusals_and_filters_over_the_threshold() {
     con.q::<i64>(&cmd!("DEL", "fixed"));
     assert_eq!(info_bf_i64(&mut con, "bf_filters_over_warning"), 1);
     // Once it may grow, its next add makes a new, nearly empty layer.
-    config_set(&mut con, "bf.bf-max-filter-memory", "4gb");
+    config_set(&mut con, &setting("bf-max-filter-memory"), "4gb");
     add_n(&mut con, "grow", "more", 10);
     assert_eq!(info_bf_i64(&mut con, "bf_filters_over_warning"), 0);
 }
@@ -1175,12 +1191,12 @@ fn info_bf_shows_the_settings_in_force() {
     ] {
         assert_eq!(info[field], value, "{field}");
     }
-    config_set(&mut con, "bf.bf-error-rate", "0.0005");
-    config_set(&mut con, "bf.bf-initial-size", "777");
-    config_set(&mut con, "bf.bf-expansion-factor", "0");
-    config_set(&mut con, "bf.bf-max-filter-memory", "10mb");
-    config_set(&mut con, "bf.bf-layout", "classic");
-    config_set(&mut con, "bf.bf-capacity-warning", "85");
+    config_set(&mut con, &setting("bf-error-rate"), "0.0005");
+    config_set(&mut con, &setting("bf-initial-size"), "777");
+    config_set(&mut con, &setting("bf-expansion-factor"), "0");
+    config_set(&mut con, &setting("bf-max-filter-memory"), "10mb");
+    config_set(&mut con, &setting("bf-layout"), "classic");
+    config_set(&mut con, &setting("bf-capacity-warning"), "85");
     let info = info_bf(&mut con);
     for (field, value) in [
         ("bf_error_rate", "0.0005"),

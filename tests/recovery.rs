@@ -5,6 +5,7 @@
 //! in a form it reads back.
 
 use crate::common;
+use common::setting;
 
 use std::collections::HashMap;
 use std::fs;
@@ -60,9 +61,9 @@ const STREAM_KEYS: [&str; 4] = ["scaling", "auto", "nonscaling", "classic"];
 
 fn prepare_stream_keys(con: &mut redis::Connection) {
     con.ok(&cmd!("BF.RESERVE", "scaling", "0.01", 50, "EXPANSION", 2));
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-layout", "classic"));
+    con.ok(&cmd!("CONFIG", "SET", &setting("bf-layout"), "classic"));
     con.ok(&cmd!("BF.RESERVE", "classic", "0.001", 100, "EXPANSION", 3));
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-layout", "blocked"));
+    con.ok(&cmd!("CONFIG", "SET", &setting("bf-layout"), "blocked"));
 }
 
 /// Streams adds until the connection fails (the server was killed) or `stop` is set; bounded
@@ -264,9 +265,9 @@ fn restart_from_an_rdb_preamble_and_an_aof_tail_gives_identical_digests() {
     madd(&mut con, "base:scaling", &items("b", 2000));
     con.ok(&cmd!("BF.RESERVE", "base:ns", "0.001", 50, "NONSCALING"));
     madd(&mut con, "base:ns", &items("n", 50));
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-layout", "classic"));
+    con.ok(&cmd!("CONFIG", "SET", &setting("bf-layout"), "classic"));
     madd(&mut con, "base:classic", &items("c", 500));
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-layout", "blocked"));
+    con.ok(&cmd!("CONFIG", "SET", &setting("bf-layout"), "blocked"));
     keys.extend(["base:scaling", "base:ns", "base:classic"].map(String::from));
     rewrite_aof(&mut con);
     let base = fs::read_dir(aof_dir(s.dir()))
@@ -274,7 +275,9 @@ fn restart_from_an_rdb_preamble_and_an_aof_tail_gives_identical_digests() {
         .flatten()
         .find(|e| e.file_name().to_string_lossy().ends_with(".base.rdb"))
         .expect("an RDB base file");
-    assert!(fs::read(base.path()).unwrap().starts_with(b"REDIS"));
+    assert!(fs::read(base.path())
+        .unwrap()
+        .starts_with(common::server().rdb_magic()));
 
     // Written after it: the AOF tail, as commands, some changing the preamble's filters.
     madd(&mut con, "base:scaling", &items("tail", 3000));
@@ -452,7 +455,7 @@ fn a_classic_filter_reports_the_same_error_rate_after_a_reload_or_a_copy() {
     require_own_server!();
     let s = Server::start();
     let mut con = s.conn();
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-layout", "classic"));
+    con.ok(&cmd!("CONFIG", "SET", &setting("bf-layout"), "classic"));
     let rates = ["0.01", "1e-9", "1.5e-308", "1e-310", "3e-310"];
     for (n, rate) in rates.iter().enumerate() {
         con.ok(&cmd!("BF.RESERVE", format!("k{n}"), *rate, 100));

@@ -2,6 +2,7 @@
 //! writes replicate their effective parameters, and a full sync carries the filters whole.
 
 use crate::common;
+use common::setting;
 
 use common::{
     bf_info, digest, error_of, items, loadchunks, madd, mexists, scandump, wait_for_link, Exec,
@@ -22,9 +23,14 @@ fn replica_of(primary: &Server) -> Server {
 }
 
 fn set_defaults(con: &mut redis::Connection, size: i64, error: &str, expansion: i64) {
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-initial-size", size));
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-error-rate", error));
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-expansion-factor", expansion));
+    con.ok(&cmd!("CONFIG", "SET", &setting("bf-initial-size"), size));
+    con.ok(&cmd!("CONFIG", "SET", &setting("bf-error-rate"), error));
+    con.ok(&cmd!(
+        "CONFIG",
+        "SET",
+        &setting("bf-expansion-factor"),
+        expansion
+    ));
 }
 
 fn wait_replicated(con: &mut redis::Connection) {
@@ -168,7 +174,7 @@ fn replica_ends_identical_to_its_primary_despite_other_settings() {
     // The replica really had other defaults: the auto-created filters carry the primary's.
     assert_eq!(bf_info(&mut r, "auto-add").capacity, 200);
     assert_eq!(bf_info(&mut r, "auto-add").expansion, Some(3));
-    let v: Vec<String> = r.q(&cmd!("CONFIG", "GET", "bf.bf-initial-size"));
+    let v: Vec<String> = r.q(&cmd!("CONFIG", "GET", &setting("bf-initial-size")));
     assert_eq!(v[1], "50");
 }
 

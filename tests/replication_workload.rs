@@ -9,6 +9,7 @@
 //! replicated at all.
 
 use crate::common;
+use common::setting;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -38,7 +39,7 @@ fn replica_of(primary: &Server, extra: &[(&str, &str)]) -> Server {
 
 fn set_module_settings(con: &mut redis::Connection, settings: &[(&str, &str)]) {
     for (name, value) in settings {
-        con.ok(&cmd!("CONFIG", "SET", format!("bf.{name}"), *value));
+        con.ok(&cmd!("CONFIG", "SET", setting(name), *value));
     }
 }
 
@@ -205,11 +206,11 @@ fn step(con: &mut redis::Connection, rng: &mut Rng, n: u64, prefix: &str) {
         90..=91 => {
             // The primary's defaults change midway: auto-created filters follow them.
             let layout = *rng.pick(&["blocked", "classic"]);
-            con.ok(&cmd!("CONFIG", "SET", "bf.bf-layout", layout));
+            con.ok(&cmd!("CONFIG", "SET", &setting("bf-layout"), layout));
             cmd!(
                 "CONFIG",
                 "SET",
-                "bf.bf-initial-size",
+                &setting("bf-initial-size"),
                 1 + rng.below(200)
             )
         }
@@ -252,9 +253,9 @@ fn assert_same_dataset(p: &mut redis::Connection, r: &mut redis::Connection, whi
             (i.capacity, i.filters, i.items, i.expansion)
         };
         assert_eq!(info(r), info(p), "{which}: BF.INFO {k}");
-        // glibc's malloc (Valkey's build) gives equal requests unequal usable sizes: the
+        // glibc's malloc (the Valkey builds') gives equal requests unequal usable sizes: the
         // allocator's view is compared where it is deterministic (jemalloc).
-        if !common::server().is_valkey() {
+        if common::server().uses_jemalloc() {
             assert_eq!(
                 r.q::<i64>(&cmd!("MEMORY", "USAGE", k)),
                 p.q::<i64>(&cmd!("MEMORY", "USAGE", k)),
@@ -349,7 +350,7 @@ fn replicas_with_other_settings_end_identical_after_a_large_mixed_workload_and_f
     // The replicas' own settings were never used.
     let v: Vec<String> = a
         .conn()
-        .q(&cmd!("CONFIG", "GET", "bf.bf-max-filter-memory"));
+        .q(&cmd!("CONFIG", "GET", &setting("bf-max-filter-memory")));
     assert_eq!(v[1], "1024");
     // The workload hit every case it is meant to.
     let seen: Vec<u64> = SEEN.iter().map(|c| c.load(Ordering::Relaxed)).collect();

@@ -4,6 +4,7 @@
 //! AOF rewrite writes), never a time; `make bench-hostile` measures the times.
 
 use crate::common;
+use common::setting;
 
 use std::fs;
 
@@ -58,7 +59,12 @@ fn fill_longest_chain(con: &mut redis::Connection, key: &str) -> Vec<Value> {
 fn reserving_a_large_filter_makes_none_of_it_resident_until_bits_are_set() {
     let s = Server::start();
     let mut con = s.conn();
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-max-filter-memory", "4gb"));
+    con.ok(&cmd!(
+        "CONFIG",
+        "SET",
+        &setting("bf-max-filter-memory"),
+        "4gb"
+    ));
     let rss_before = info_i64(&mut con, "memory", "used_memory_rss");
     let used_before = info_i64(&mut con, "memory", "used_memory");
     // 600 million items at 1e-4: a first layer of about 1.6 GB.

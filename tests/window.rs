@@ -7,6 +7,7 @@
 //! runs: no assertion depends on how fast the machine is.
 
 use crate::common;
+use common::setting;
 
 use common::{
     bf_info, digest, error_of, info_i64, module_type_id, scandump, test_clock_module_path, text_of,
@@ -597,7 +598,12 @@ fn a_client_restore_is_held_to_the_memory_limit() {
     con.q::<i64>(&cmd!("BF.ADD", "w", "a"));
     let size = bf_info(&mut con, "w").size;
     let dump: Vec<u8> = con.q(&cmd!("DUMP", "w"));
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-max-filter-memory", size / 2));
+    con.ok(&cmd!(
+        "CONFIG",
+        "SET",
+        &setting("bf-max-filter-memory"),
+        size / 2
+    ));
     let e = con.err_text(&cmd!("RESTORE", "r", 0, dump.as_slice()));
     assert_eq!(e, "ERR Bad data format");
     assert!(s.log().contains("cannot load a windowed Bloom filter"));
@@ -700,7 +706,7 @@ fn a_new_slice_over_the_memory_limit_is_refused_and_changes_nothing() {
     con.ok(&cmd!(
         "CONFIG",
         "SET",
-        "bf.bf-max-filter-memory",
+        &setting("bf-max-filter-memory"),
         one_slice + 1000
     ));
     advance(&mut con, SLICE);
@@ -733,7 +739,12 @@ fn a_new_slice_over_the_memory_limit_is_refused_and_changes_nothing() {
     // window of four, which would refuse adds at its planned load; room for six takes it,
     // and then every generation takes its add.
     let limit = |con: &mut redis::Connection, bytes: i64| {
-        con.ok(&cmd!("CONFIG", "SET", "bf.bf-max-filter-memory", bytes));
+        con.ok(&cmd!(
+            "CONFIG",
+            "SET",
+            &setting("bf-max-filter-memory"),
+            bytes
+        ));
     };
     limit(&mut con, 2 * one_slice);
     let e = con.err_text(&cmd!(
@@ -1081,7 +1092,12 @@ fn refused_window_merges_create_and_change_nothing() {
     );
     // Over the per-filter limit.
     let size = bf_info(&mut con, "off").size;
-    con.ok(&cmd!("CONFIG", "SET", "bf.bf-max-filter-memory", size / 2));
+    con.ok(&cmd!(
+        "CONFIG",
+        "SET",
+        &setting("bf-max-filter-memory"),
+        size / 2
+    ));
     let e = con.err_text(&cmd!("BF.MERGE", "new", "off"));
     assert!(
         e.starts_with("ERR the merged filter would need ") && e.contains("bf-max-filter-memory"),

@@ -12,9 +12,9 @@ use serde_json::{json, Value as Json};
 
 use super::conn::{server_error_text, Exec};
 
-/// `../shared/fixtures/redisbloom-cf`, next to the crate.
+/// `tests/fixtures/redisbloom-cf`, in the repository.
 pub fn cf_fixtures_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/redisbloom-cf");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/redisbloom-cf");
     assert!(
         dir.join("manifest.json").is_file(),
         "the RedisBloom cuckoo fixtures are missing: expected {}",

@@ -34,20 +34,27 @@ impl ServerKind {
         self.name == "valkey"
     }
 
+    /// Whether it allocates with jemalloc (its `--version` line's `malloc=`): the allocator
+    /// whose size classes make usable sizes deterministic; the PyPI Valkey builds use glibc's.
+    pub fn uses_jemalloc(&self) -> bool {
+        self.malloc.starts_with("jemalloc")
+    }
+
     /// Whether this is Redis at or above `major.minor` (false for Valkey).
     pub fn is_redis_at_least(&self, major: u32, minor: u32) -> bool {
         self.is_redis() && (self.version.0, self.version.1) >= (major, minor)
     }
 
     /// The RDB format version in the footer of the DUMP payloads it writes (each server
-    /// accepts its own and older ones).
+    /// accepts its own and older ones): asked of the server (see [`asked`]).
     pub fn rdb_version(&self) -> u16 {
-        match (self.is_valkey(), self.version) {
-            (true, _) => 11,
-            (false, (7, 0..=1, _)) => 10,
-            (false, (7, 2..=3, _)) => 11,
-            _ => 12,
-        }
+        asked().rdb_version
+    }
+
+    /// The magic an RDB file of this server starts with: `REDIS` then four digits, or
+    /// `VALKEY` then three (Valkey 9 and later): asked of the server (see [`asked`]).
+    pub fn rdb_magic(&self) -> &'static [u8] {
+        &asked().rdb_magic
     }
 }
 
@@ -70,6 +77,77 @@ pub fn server() -> &'static ServerKind {
         parse_server_version(&line)
             .unwrap_or_else(|| panic!("unrecognised server version line: {line:?}"))
     })
+}
+
+/// What the suite asks a live server once per run, rather than assume from its version.
+#[derive(Debug)]
+pub struct Asked {
+    /// The module's settings are named without the `bf.` prefix (`bf-error-rate`: Redis 8).
+    pub unprefixed_settings: bool,
+    /// The RDB version in the footer of its DUMP payloads (Redis 7.4 and 8: 12, Valkey 8:
+    /// 11, Valkey 9: 80).
+    pub rdb_version: u16,
+    /// The start of its RDB files (`REDIS0012`, `VALKEY080`).
+    pub rdb_magic: Vec<u8>,
+}
+
+/// Asks a server of the run (one of the suite's own, or the `REDIS_URL` one) once: whether
+/// `CONFIG GET bf-error-rate` names the unprefixed setting, the footer of a `DUMP` payload,
+/// the first bytes of the RDB file `SAVE` writes (own servers only; on a shared server the
+/// magic follows from the DUMP version, the one thing it depends on).
+pub fn asked() -> &'static Asked {
+    static ASKED: std::sync::OnceLock<Asked> = std::sync::OnceLock::new();
+    ASKED.get_or_init(|| {
+        use super::conn::Exec;
+        let s = super::server::Server::start();
+        let mut con = s.conn();
+        let unprefixed = {
+            let v: Vec<String> = con.q(redis::cmd("CONFIG").arg("GET").arg("bf-error-rate"));
+            v.first().map(String::as_str) == Some("bf-error-rate")
+        };
+        let key = "layerbloom-suite:probe";
+        con.ok(redis::cmd("SET").arg(key).arg("v"));
+        let dump: Vec<u8> = con.q(redis::cmd("DUMP").arg(key));
+        let _: i64 = con.q(redis::cmd("DEL").arg(key));
+        assert!(dump.len() >= 10, "DUMP replied {dump:?}");
+        let footer = &dump[dump.len() - 10..dump.len() - 8];
+        let rdb_version = u16::from_le_bytes([footer[0], footer[1]]);
+        let rdb_magic = if s.is_external() {
+            // Valkey 9 marks its files VALKEY from version 80 on.
+            if rdb_version >= 80 {
+                format!("VALKEY{rdb_version:03}")
+            } else {
+                format!("REDIS{rdb_version:04}")
+            }
+            .into_bytes()
+        } else {
+            con.ok(&redis::cmd("SAVE"));
+            let file = std::fs::read(s.dir().join("dump.rdb")).expect("SAVE wrote no dump.rdb");
+            // The magic is letters and digits; an opcode (0xFA, an AUX field) follows.
+            file.iter()
+                .take(16)
+                .copied()
+                .take_while(u8::is_ascii_alphanumeric)
+                .collect()
+        };
+        Asked {
+            unprefixed_settings: unprefixed,
+            rdb_version,
+            rdb_magic,
+        }
+    })
+}
+
+/// The name the server under test gives one of the module's settings, `name` unprefixed
+/// (`bf-error-rate`): `bf-error-rate` where the module registered its settings without the
+/// module's prefix (Redis 8), `bf.bf-error-rate` elsewhere. Asked of the server ([`asked`]).
+pub fn setting(name: &str) -> String {
+    let name = name.strip_prefix("bf.").unwrap_or(name);
+    if asked().unprefixed_settings {
+        name.to_string()
+    } else {
+        format!("bf.{name}")
+    }
 }
 
 /// `Redis server v=7.4.1 sha=... malloc=jemalloc-5.3.0 ...` -> its kind.

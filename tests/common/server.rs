@@ -280,20 +280,27 @@ pub fn ours_and_redisbloom() -> Option<(Server, Server)> {
 }
 
 /// The newest AOF file of a type (`b` base, `i` incremental) the manifest in a server's dir
-/// names.
+/// names. A manifest line is key-value pairs, `file <name> seq <n> type <t>`, to which servers
+/// add fields of their own (Redis 8: `startoffset <n>`, `endoffset <n>`): the fields are read
+/// by name, never by position.
 pub fn aof_file(dir: &Path, kind: &str) -> PathBuf {
     let aof_dir = dir.join("appendonlydir");
     let manifest = fs::read_to_string(aof_dir.join("appendonly.aof.manifest"))
         .expect("no AOF manifest in appendonlydir");
-    let line = manifest
+    let field = |line: &str, key: &str| -> Option<String> {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        words
+            .chunks(2)
+            .find(|pair| pair[0] == key)
+            .and_then(|pair| pair.get(1))
+            .map(|v| v.to_string())
+    };
+    let name = manifest
         .lines()
-        .rfind(|l| {
-            l.split_whitespace()
-                .collect::<Vec<_>>()
-                .ends_with(&["type", kind])
-        })
+        .rev()
+        .filter(|l| field(l, "type").as_deref() == Some(kind))
+        .find_map(|l| field(l, "file"))
         .unwrap_or_else(|| panic!("no file of type {kind} in the manifest:\n{manifest}"));
-    let name = line.split_whitespace().nth(1).unwrap();
     aof_dir.join(name)
 }
 

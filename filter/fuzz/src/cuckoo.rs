@@ -340,7 +340,7 @@ pub fn exercise(f: &mut CuckooFilter, seed: &[u8]) {
 /// Writes the cuckoo targets' seed corpora (`filter/fuzz/seeds/cuckoo_*/`):
 /// `cargo test --release --lib -- --ignored write_cuckoo_seeds` in `filter/fuzz`. The RDB and
 /// SCANDUMP seeds are filters RedisBloom wrote (the SCANDUMP streams of
-/// `shared/fixtures/redisbloom-cf`), the legacy encodings and the operation sequences are
+/// `tests/fixtures/redisbloom-cf`), the legacy encodings and the operation sequences are
 /// built here.
 #[cfg(test)]
 mod seeds {
@@ -385,7 +385,7 @@ mod seeds {
     /// A fixture's SCANDUMP stream: `(iterator, data)` up to the final `[0, null]`.
     fn stream(name: &str) -> Vec<(u64, Vec<u8>)> {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/fixtures/redisbloom-cf/scandump")
+            .join("../../tests/fixtures/redisbloom-cf/scandump")
             .join(format!("{name}.json"));
         let json: Value = serde_json::from_slice(
             &fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),

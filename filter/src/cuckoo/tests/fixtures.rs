@@ -1,4 +1,4 @@
-//! The core against data written by RedisBloom itself (`../shared/fixtures/redisbloom-cf`,
+//! The core against data written by RedisBloom itself (`tests/fixtures/redisbloom-cf`,
 //! described by its README.md): every recorded command is replayed through a small command
 //! interpreter over `CuckooFilter`, and every answer RedisBloom gave is compared: replies,
 //! CF.DEBUG after each step, CF.INFO, the SCANDUMP stream byte for byte, CF.EXISTS /
@@ -27,7 +27,7 @@ use crate::format::Strictness;
 fn fixtures_dir() -> Option<PathBuf> {
     let dir = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/fixtures/redisbloom-cf"
+        "/../tests/fixtures/redisbloom-cf"
     ));
     dir.join("manifest.json").is_file().then_some(dir)
 }
@@ -47,7 +47,7 @@ fn manifest() -> Option<&'static Json> {
     });
     if m.is_none() {
         eprintln!(
-            "SKIPPED: the RedisBloom cuckoo fixtures are absent (expected {}/../../shared/\
+            "SKIPPED: the RedisBloom cuckoo fixtures are absent (expected {}/../tests/\
              fixtures/redisbloom-cf/manifest.json)",
             env!("CARGO_MANIFEST_DIR")
         );
