@@ -1,0 +1,92 @@
+//! What differs between the servers the module runs on, asked of each server: setting names
+//! (Redis 8's unprefixed names and their Redis 7 aliases), numbers parsed as the host parses
+//! them, and a second module named `bf`.
+
+use crate::common;
+
+use std::fs;
+
+use common::{bf_info, config_get, server, Exec, Server};
+
+/// Settings in the Redis 7 spelling, as a redis.conf written for Redis 7 has them.
+const REDIS7_SETTINGS: [(&str, &str); 3] = [
+    ("bf.bf-error-rate", "0.05"),
+    ("bf.bf-max-filter-memory", "1gb"),
+    ("bf.bf-initial-size", "777"),
+];
+
+/// Checks the settings of [`REDIS7_SETTINGS`] were applied, under every spelling the server
+/// documents: the prefixed one everywhere, the unprefixed one too on Redis 8.
+fn assert_redis7_settings_applied(s: &Server) {
+    let mut con = s.conn();
+    let mut spellings = vec!["bf."];
+    if server().is_redis_at_least(8, 0) {
+        spellings.push("");
+    }
+    for prefix in spellings {
+        let get = |con: &mut redis::Connection, name: &str| {
+            config_get(con, &format!("{prefix}{name}"))
+        };
+        assert_eq!(get(&mut con, "bf-error-rate"), "0.05");
+        assert_eq!(get(&mut con, "bf-max-filter-memory"), "1073741824");
+        assert_eq!(get(&mut con, "bf-initial-size"), "777");
+    }
+    // Applied, not only shown: an auto-created filter takes the default capacity.
+    con.q::<i64>(&cmd!("BF.ADD", "auto", "x"));
+    assert_eq!(bf_info(&mut con, "auto").capacity, 777);
+}
+
+#[test]
+fn a_redis7_command_line_starts_every_server_with_its_settings() {
+    require_own_server!();
+    let mut b = Server::builder();
+    for (name, value) in REDIS7_SETTINGS {
+        b = b.config(name, value);
+    }
+    let s = b
+        .try_start()
+        .unwrap_or_else(|why| panic!("{} refused Redis 7 settings {why}", server()));
+    assert_redis7_settings_applied(&s);
+}
+
+#[test]
+fn a_redis7_config_file_starts_every_server_with_its_settings() {
+    require_own_server!();
+    let dir = std::env::temp_dir().join(format!("layerbloom-r7conf-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("redis7.conf");
+    let text: String = REDIS7_SETTINGS
+        .iter()
+        .map(|(name, value)| format!("{name} {value}\n"))
+        .collect();
+    fs::write(&conf, text).unwrap();
+    let started = Server::builder()
+        .config("include", &conf.display().to_string())
+        .try_start();
+    let _ = fs::remove_dir_all(&dir);
+    let s = started
+        .unwrap_or_else(|why| panic!("{} refused a Redis 7 config file {why}", server()));
+    assert_redis7_settings_applied(&s);
+}
+
+#[test]
+fn redis8_takes_the_unprefixed_names_and_both_spellings_name_one_setting() {
+    require_own_server!();
+    skip_unless!(
+        server().is_redis_at_least(8, 0),
+        "unprefixed module settings are a Redis 8 feature (Redis 7 and Valkey prefix them)"
+    );
+    let s = Server::builder()
+        .config("bf-error-rate", "0.02")
+        .config("bf-max-filter-memory", "2mb")
+        .start();
+    let mut con = s.conn();
+    assert_eq!(config_get(&mut con, "bf-error-rate"), "0.02");
+    assert_eq!(config_get(&mut con, "bf.bf-error-rate"), "0.02");
+    assert_eq!(config_get(&mut con, "bf.bf-max-filter-memory"), "2097152");
+    // One setting under two names: a change under either shows under both.
+    con.ok(&cmd!("CONFIG", "SET", "bf.bf-initial-size", "55"));
+    assert_eq!(config_get(&mut con, "bf-initial-size"), "55");
+    con.ok(&cmd!("CONFIG", "SET", "bf-layout", "classic"));
+    assert_eq!(config_get(&mut con, "bf.bf-layout"), "classic");
+}
