@@ -64,6 +64,12 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         return Status::Err;
     }
     raw_api::handle_io_errors(ctx);
+    if !number::follow_host() {
+        log::notice(
+            Some(ctx),
+            "layerbloom: numbers follow this server's parser, which refuses hexadecimal floats",
+        );
+    }
     let setup = dispatch::register(ctx, TABLES)
         .and_then(|()| config::register(ctx))
         .and_then(|()| config::apply_module_args(args));

@@ -325,6 +325,24 @@ pub unsafe fn free_string(string: *mut raw::RedisModuleString) {
     }
 }
 
+/// A double as the server's own parser reads `bytes` (`RedisModule_StringToDouble`), or
+/// `None` if it refuses them; `Err` where the API is missing. Copies `bytes` into a
+/// context-free string: callers bound the length.
+pub fn host_string_to_double(bytes: &[u8]) -> Result<Option<f64>, Missing> {
+    // SAFETY: reading the API table, filled before OnLoad and never written again.
+    let parse = unsafe { raw::RedisModule_StringToDouble }.ok_or(Missing("StringToDouble"))?;
+    let string = create_string(bytes);
+    if string.is_null() {
+        return Err(Missing("CreateString"));
+    }
+    let mut value = 0.0f64;
+    // SAFETY: `string` is a live string made above; Redis writes only `value`.
+    let status = unsafe { parse(string, &mut value) };
+    // SAFETY: made by `create_string` above, reachable from nowhere else.
+    unsafe { free_string(string) };
+    Ok((status == raw::REDISMODULE_OK as c_int).then_some(value))
+}
+
 /// The server's version as `0x00MMmmpp`, or 0 where the API to ask is missing.
 pub fn server_version() -> i32 {
     // SAFETY: the function takes no arguments and only reads the server's version constant.

@@ -24,9 +24,8 @@ fn assert_redis7_settings_applied(s: &Server) {
         spellings.push("");
     }
     for prefix in spellings {
-        let get = |con: &mut redis::Connection, name: &str| {
-            config_get(con, &format!("{prefix}{name}"))
-        };
+        let get =
+            |con: &mut redis::Connection, name: &str| config_get(con, &format!("{prefix}{name}"));
         assert_eq!(get(&mut con, "bf-error-rate"), "0.05");
         assert_eq!(get(&mut con, "bf-max-filter-memory"), "1073741824");
         assert_eq!(get(&mut con, "bf-initial-size"), "777");
@@ -64,8 +63,8 @@ fn a_redis7_config_file_starts_every_server_with_its_settings() {
         .config("include", &conf.display().to_string())
         .try_start();
     let _ = fs::remove_dir_all(&dir);
-    let s = started
-        .unwrap_or_else(|why| panic!("{} refused a Redis 7 config file {why}", server()));
+    let s =
+        started.unwrap_or_else(|why| panic!("{} refused a Redis 7 config file {why}", server()));
     assert_redis7_settings_applied(&s);
 }
 
@@ -89,4 +88,96 @@ fn redis8_takes_the_unprefixed_names_and_both_spellings_name_one_setting() {
     assert_eq!(config_get(&mut con, "bf-initial-size"), "55");
     con.ok(&cmd!("CONFIG", "SET", "bf-layout", "classic"));
     assert_eq!(config_get(&mut con, "bf.bf-layout"), "classic");
+}
+
+/// Error-rate spellings in (0, 1) that servers' number parsers may read differently:
+/// hexadecimal floats (Valkey 9 refuses them), a `+`, leading zeros, a bare `.5`.
+const RATE_SPELLINGS: &[&str] = &[
+    "0x1p-7",
+    "0X1P-3",
+    "0x.8",
+    "-0x1p-7",
+    "0.0078125",
+    "+0.5",
+    "00.1",
+    ".5",
+    "1e-3",
+];
+
+/// Whether the server's own double parser reads `text`: `ZADD` parses its score with the same
+/// routine the module API's `StringToDouble` calls.
+fn host_reads(con: &mut redis::Connection, text: &str) -> bool {
+    let v = con.raw(&cmd!("ZADD", "host:probe", text, "m"));
+    common::error_of(&v).is_none()
+}
+
+#[test]
+fn error_rates_are_numbers_exactly_where_the_server_reads_them_as_numbers() {
+    let s = Server::start();
+    let mut con = s.conn();
+    let keys = s.keys("hosts_rates");
+    let mut differs = Vec::new();
+    for (i, rate) in RATE_SPELLINGS.iter().enumerate() {
+        let host = host_reads(&mut con, rate);
+        let in_range = host && !rate.starts_with('-');
+        let bf = keys.k(&format!("bf{i}"));
+        let reserve = con.raw(&cmd!("BF.RESERVE", &bf, *rate, 100));
+        let bf_ok = common::error_of(&reserve).is_none();
+        let insert = con.raw(&cmd!(
+            "BF.INSERT",
+            keys.k(&format!("bi{i}")),
+            "ERROR",
+            *rate,
+            "ITEMS",
+            "a"
+        ));
+        let insert_ok = common::error_of(&insert).is_none();
+        let cf = keys.k(&format!("cf{i}"));
+        let cf_reply = con.raw(&cmd!("CF.RESERVE", &cf, 100, "ERROR", *rate));
+        let cf_ok = common::error_of(&cf_reply).is_none();
+        for (what, ok) in [
+            ("BF.RESERVE", bf_ok),
+            ("BF.INSERT", insert_ok),
+            ("CF.RESERVE ERROR", cf_ok),
+        ] {
+            if ok != in_range {
+                differs.push(format!(
+                    "{what} {rate:?}: accepted {ok}, the server's parser reads it {host} \
+                     ({reserve:?} / {insert:?} / {cf_reply:?})"
+                ));
+            }
+        }
+    }
+    // Hexadecimal floats are where the servers differ: Valkey 9 refuses them.
+    if server().is_valkey() && server().version.0 >= 9 {
+        assert!(!host_reads(&mut con, "0x1p-7"), "Valkey 9 read a hex float");
+    }
+    assert!(
+        differs.is_empty(),
+        "on {}:\n{}",
+        server(),
+        differs.join("\n")
+    );
+}
+
+#[test]
+fn the_error_rate_setting_is_a_number_exactly_where_the_server_reads_one() {
+    require_own_server!();
+    let s = Server::start();
+    let mut con = s.conn();
+    let name = if server().is_redis_at_least(8, 0) {
+        "bf-error-rate"
+    } else {
+        "bf.bf-error-rate"
+    };
+    for rate in RATE_SPELLINGS.iter().filter(|r| !r.starts_with('-')) {
+        let host = host_reads(&mut con, rate);
+        let v = con.raw(&cmd!("CONFIG", "SET", name, *rate));
+        assert_eq!(
+            common::error_of(&v).is_none(),
+            host,
+            "CONFIG SET {name} {rate:?} on {}: {v:?}",
+            server()
+        );
+    }
 }
