@@ -63,7 +63,12 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         );
         return Status::Err;
     }
-    raw_api::handle_io_errors(ctx);
+    if raw_api::set_module_options(ctx, raw_api::server_is_valkey(ctx)) {
+        log::notice(
+            Some(ctx),
+            "layerbloom: keys may move by atomic slot migration (CLUSTER MIGRATESLOTS)",
+        );
+    }
     if !number::follow_host() {
         log::notice(
             Some(ctx),
