@@ -181,3 +181,76 @@ fn the_error_rate_setting_is_a_number_exactly_where_the_server_reads_one() {
         );
     }
 }
+
+/// The line layerbloom logs when another module named `bf` (RedisBloom) is loaded already.
+const NAME_TAKEN: &str = "layerbloom: not loading: another module named 'bf' is already loaded";
+
+/// A server with RedisBloom loaded, or `None` (said on stderr) where RedisBloom's module is
+/// missing or does not load on the server under test.
+fn redisbloom_server() -> Option<Server> {
+    let Some(path) = common::redisbloom_path() else {
+        eprintln!("skipped: RedisBloom's module is not available");
+        return None;
+    };
+    match Server::builder().module(&path).try_start() {
+        Ok(s) => Some(s),
+        Err(why) => {
+            eprintln!(
+                "skipped on {}: RedisBloom does not load here {why}",
+                server()
+            );
+            None
+        }
+    }
+}
+
+#[test]
+fn module_load_beside_redisbloom_is_refused_with_the_reason_in_the_log() {
+    require_own_server!();
+    let Some(s) = redisbloom_server() else {
+        return;
+    };
+    let mut con = s.conn();
+    let ours = common::module_path().display().to_string();
+    let e = con.err_text(&cmd!("MODULE", "LOAD", &ours));
+    assert!(e.contains("ERR"), "{e}");
+    common::assert_pong(&mut con);
+    let log = s.log();
+    let line = log
+        .lines()
+        .find(|l| l.contains(NAME_TAKEN))
+        .unwrap_or_else(|| panic!("no reason in the log:\n{log}"));
+    for what in [
+        "RedisBloom",
+        "remove",
+        "loadmodule",
+        "load layerbloom alone",
+    ] {
+        assert!(line.contains(what), "{what}: {line}");
+    }
+    // RedisBloom still serves, alone.
+    let modules = format!("{:?}", con.raw(&cmd!("MODULE", "LIST")));
+    assert!(modules.contains("redisbloom"), "{modules}");
+    assert!(!modules.contains("liblayerbloom"), "{modules}");
+    assert_eq!(con.q::<i64>(&cmd!("BF.ADD", "k", "x")), 1);
+}
+
+#[test]
+fn a_server_starting_with_redisbloom_and_layerbloom_says_why_it_stops() {
+    require_own_server!();
+    // Only where RedisBloom loads on this server at all.
+    if redisbloom_server().is_none() {
+        return;
+    }
+    let path = common::redisbloom_path().unwrap();
+    let ours = common::module_path().display().to_string();
+    let started = Server::builder()
+        .module(&path)
+        .config("loadmodule", &ours)
+        .try_start();
+    let why = match started {
+        Ok(_) => panic!("{} started with two modules named bf", server()),
+        Err(why) => why,
+    };
+    assert!(why.contains(NAME_TAKEN), "no reason in the log:\n{why}");
+}
