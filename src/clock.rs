@@ -76,7 +76,7 @@ mod test {
         let max = 1_000_000_000_000;
         let accepted = raw_api::register_numeric_config(
             ctx,
-            c"bf-test-clock-offset-ms",
+            &crate::config::registered_name("bf-test-clock-offset-ms", flags),
             (0, 0, max),
             raw::REDISMODULE_CONFIG_DEFAULT | flags,
             callbacks,

@@ -7,7 +7,9 @@
 //! `bf-capacity-warning` are layerbloom's. Where the server allows unprefixed module settings
 //! (Redis 8 and later) they are registered under exactly these names, as RedisBloom 8 does;
 //! elsewhere (Redis 7) every module setting carries the module's name as prefix:
-//! `bf.bf-error-rate`.
+//! `bf.bf-error-rate`. On Redis 8 each setting also answers to that Redis 7 spelling (an alias,
+//! `"name|alias"` in Redis 8's config API), so a redis.conf or command line written for Redis 7
+//! still starts Redis 8 with its settings applied.
 //! Load-time arguments (`--loadmodule liblayerbloom.so ERROR_RATE 0.001 INITIAL_SIZE 1000`)
 //! accept RedisBloom's legacy names and these names.
 //!
@@ -122,6 +124,18 @@ pub fn error_rate_text() -> String {
         return format!("{DEFAULT_ERROR_RATE}");
     }
     String::from_utf8_lossy(RedisString::string_as_slice(text)).into_owned()
+}
+
+/// The name to register a setting under: on Redis 8 (`flags` carry `CONFIG_UNPREFIXED`) the
+/// unprefixed name with the Redis 7 spelling `bf.<name>` as its alias; elsewhere the bare name,
+/// which the server prefixes itself.
+pub fn registered_name(name: &str, flags: u32) -> CString {
+    let text = if flags & CONFIG_UNPREFIXED != 0 {
+        format!("{name}|bf.{name}")
+    } else {
+        name.to_string()
+    };
+    CString::new(text).expect("no NUL in setting names")
 }
 
 /// The name of a setting as `CONFIG SET` / `CONFIG GET` take it on this server.
@@ -274,7 +288,6 @@ fn unprefixed_names_possible(ctx: &Context) -> bool {
 /// Registers the settings and loads their values from the server's configuration.
 pub fn register(ctx: &Context) -> Result<(), String> {
     store_error_rate(DEFAULT_ERROR_RATE, b"0.01");
-    let name = |n: &str| CString::new(n).expect("no NUL in setting names");
     let no_api = |_| "no module config API";
     let register_error_rate = |flags: u32| {
         let callbacks = StringConfig {
@@ -282,7 +295,8 @@ pub fn register(ctx: &Context) -> Result<(), String> {
             set: Some(set_error_rate),
             privdata: 0,
         };
-        raw_api::register_string_config(ctx, c"bf-error-rate", c"0.01", flags, callbacks)
+        let name = registered_name("bf-error-rate", flags);
+        raw_api::register_string_config(ctx, &name, c"0.01", flags, callbacks)
     };
     // Unprefixed names where the server has them; should it refuse the flag after all,
     // the prefixed names still work.
@@ -335,7 +349,7 @@ pub fn register(ctx: &Context) -> Result<(), String> {
         };
         let accepted = raw_api::register_numeric_config(
             ctx,
-            &name(setting),
+            &registered_name(setting, flags | extra),
             (default, min, max),
             flags | extra,
             callbacks,
@@ -351,7 +365,7 @@ pub fn register(ctx: &Context) -> Result<(), String> {
     };
     let accepted = raw_api::register_enum_config(
         ctx,
-        c"bf-layout",
+        &registered_name("bf-layout", extra),
         0,
         raw::REDISMODULE_CONFIG_DEFAULT | extra,
         &[(c"blocked", 0), (c"classic", 1)],

@@ -1,5 +1,22 @@
 //! Numbers in arguments and settings, parsed by Redis's own rules
 //! (`RedisModule_StringToLongLong` / `StringToDouble`), on plain byte slices.
+//!
+//! Doubles follow the host: servers differ (Valkey 9's parser refuses hexadecimal floats such
+//! as `0x1p-7`, which Redis 7/8 and Valkey 8 read through `strtod`), and a drop-in must refuse
+//! what RedisBloom on the same server refuses. Once the module is loaded ([`follow_host`]),
+//! arguments are handed to the server's own `RedisModule_StringToDouble`; the local `strtod`
+//! rules below serve unit tests and arguments too long to copy, with hexadecimal floats
+//! allowed only where the host allows them.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether doubles are parsed by the server's own parser (set at load).
+static HOST_PARSER: AtomicBool = AtomicBool::new(false);
+/// Whether the host reads hexadecimal floats (probed at load; `strtod` does).
+static HOST_READS_HEX: AtomicBool = AtomicBool::new(true);
+/// The longest argument handed to the host's parser (it is copied into a server string first):
+/// every number a client means is far shorter; a longer one is read by the local rules.
+const HOST_PARSE_MAX: usize = 4096;
 
 /// An integer as Redis parses one: optional `-`, digits, no leading zeros, no spaces or `+`,
 /// within `i64`.
@@ -25,6 +42,39 @@ pub fn parse_i64(bytes: &[u8]) -> Option<i64> {
 /// (`1e309`, `1e-400`: a bad number, not one out of range). Subnormal results are kept, as
 /// Redis keeps them.
 pub fn parse_f64(bytes: &[u8]) -> Option<f64> {
+    if HOST_PARSER.load(Ordering::Relaxed) && bytes.len() <= HOST_PARSE_MAX {
+        if let Ok(parsed) = crate::raw_api::host_string_to_double(bytes) {
+            return parsed;
+        }
+    }
+    if !HOST_READS_HEX.load(Ordering::Relaxed) && is_hex_float(bytes) {
+        return None;
+    }
+    parse_f64_strtod(bytes)
+}
+
+/// Makes [`parse_f64`] follow the server's parser, and learns whether it reads hexadecimal
+/// floats (for arguments too long to hand it). Returns whether it does.
+pub fn follow_host() -> bool {
+    let Ok(hex) = crate::raw_api::host_string_to_double(b"0x1p-7") else {
+        return true;
+    };
+    HOST_READS_HEX.store(hex.is_some(), Ordering::Relaxed);
+    HOST_PARSER.store(true, Ordering::Relaxed);
+    hex.is_some()
+}
+
+/// Whether `bytes` spell a hexadecimal float (`0x...`, signed or not).
+fn is_hex_float(bytes: &[u8]) -> bool {
+    let unsigned = bytes
+        .strip_prefix(b"-")
+        .or(bytes.strip_prefix(b"+"))
+        .unwrap_or(bytes);
+    matches!(unsigned.get(..2), Some(b"0x" | b"0X"))
+}
+
+/// A double by `strtod`'s rules and Redis 7's checks (see [`parse_f64`]).
+fn parse_f64_strtod(bytes: &[u8]) -> Option<f64> {
     // C's isspace, which also counts the vertical tab.
     let space = |c: &u8| c.is_ascii_whitespace() || *c == 0x0b;
     if bytes.first().is_none_or(space) || bytes.contains(&0) {
@@ -118,6 +168,16 @@ mod tests {
 
     /// Each input with what Redis's `StringToDouble` (strtod, then its checks) makes of it:
     /// checked against RedisBloom 2.8 on Redis 7.4.1 (tests/compat.rs repeats this live).
+    #[test]
+    fn hexadecimal_floats_are_told_by_their_prefix() {
+        for hex in ["0x1p-7", "0X1P-7", "-0x.8", "+0x1"] {
+            assert!(is_hex_float(hex.as_bytes()), "{hex}");
+        }
+        for not in ["0.01", "x1", "-1e3", "0", ""] {
+            assert!(!is_hex_float(not.as_bytes()), "{not}");
+        }
+    }
+
     #[test]
     fn long_numbers_parse_like_short_ones() {
         // Past the stack buffer the copy is a fallible allocation; the result is the same.

@@ -16,6 +16,7 @@
 
 use std::ffi::{c_char, c_int, c_longlong, c_void, CStr};
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use redis_module::{raw, Context, ContextFlags, RedisString};
 
@@ -73,17 +74,70 @@ pub fn missing_core_functions() -> Vec<&'static str> {
 
 // ---------------------------------------------------------------- loading the module
 
-/// Tells Redis the module checks `IsIOError` after its loads (called from OnLoad).
-pub fn handle_io_errors(ctx: &Context) {
-    // SAFETY: a live context (OnLoad's); the option is a plain flag.
+/// Valkey 9's module option declaring that the module's keys may move by atomic slot migration
+/// (`VALKEYMODULE_OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION`). Redis gives the bit no such meaning:
+/// it is only ever set on Valkey, and only where the server lists it as supported.
+const VALKEY_OPTION_ATOMIC_SLOT_MIGRATION: c_int = 1 << 5;
+/// Valkey 9's context flag of the client that applies an atomic slot migration's snapshot and
+/// stream on the target (`VALKEYMODULE_CTX_FLAGS_SLOT_IMPORT_CLIENT`); Redis gives the bit no
+/// such meaning.
+const VALKEY_FLAG_SLOT_IMPORT_CLIENT: c_int = 1 << 25;
+/// The slot-import flag where this server has it (Valkey 9), else 0 (set at load).
+static SLOT_IMPORT_FLAG: AtomicI32 = AtomicI32::new(0);
+
+/// Sets the module's options (called from OnLoad): it checks `IsIOError` after its loads; and
+/// on Valkey (`valkey`) that lists the option, it declares that its keys may move by atomic
+/// slot migration (`CLUSTER MIGRATESLOTS`). Returns whether it declared the latter.
+///
+/// What that migration asks of a module, and why this one meets it: the keys of the moved
+/// slots travel as an AOF-format snapshot (each value through the type's `aof_rewrite`, the
+/// `LOADCHUNK` commands that rebuild it bit for bit), then as the stream of the commands
+/// replicated for those slots (every write of this module replicates commands on its own key,
+/// so each carries its slot); the target applies both through a slot-import client, whose
+/// commands this module treats as a primary's (see [`context_flags`]): carried out already,
+/// so no clock, no memory limit, RDB-level strictness. The module keeps no state outside its
+/// keys (no aux data, no keyspace subscriptions), so nothing else has to move.
+pub fn set_module_options(ctx: &Context, valkey: bool) -> bool {
+    // SAFETY: reading the API table, filled before OnLoad and never written again; the calls
+    // take no arguments but OnLoad's live context and plain flags.
     unsafe {
-        if let Some(set) = raw::RedisModule_SetModuleOptions {
-            set(
-                ctx.get_raw(),
-                raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as c_int,
-            );
+        let Some(set) = raw::RedisModule_SetModuleOptions else {
+            return false;
+        };
+        let mut options = raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as c_int;
+        let supported = raw::RedisModule_GetModuleOptionsAll.map_or(0, |all| all());
+        let migrates = valkey && supported & VALKEY_OPTION_ATOMIC_SLOT_MIGRATION != 0;
+        if migrates {
+            options |= VALKEY_OPTION_ATOMIC_SLOT_MIGRATION;
+            let flags = raw::RedisModule_GetContextFlagsAll.map_or(0, |all| all());
+            if flags & VALKEY_FLAG_SLOT_IMPORT_CLIENT != 0 {
+                SLOT_IMPORT_FLAG.store(VALKEY_FLAG_SLOT_IMPORT_CLIENT, Ordering::Relaxed);
+            }
         }
+        set(ctx.get_raw(), options);
+        migrates
     }
+}
+
+/// Whether the server is Valkey (its `INFO server` names it; Valkey also answers the version
+/// call, with its own numbering).
+pub fn server_is_valkey(ctx: &Context) -> bool {
+    let name = ctx.server_info("server").field("server_name");
+    name.is_some_and(|n| n.to_string_lossy().eq_ignore_ascii_case("valkey"))
+}
+
+/// The flags of a command's context, with Valkey 9's slot-import client counted as
+/// `REPLICATED`: like a primary's, its commands (a migration's snapshot and stream) were
+/// carried out on the source already and must be applied as sent.
+pub fn context_flags(ctx: &Context) -> ContextFlags {
+    // SAFETY: a live context of a command; the call only reads it.
+    let bits = unsafe { raw::RedisModule_GetContextFlags.map_or(0, |get| get(ctx.get_raw())) };
+    let mut flags = ContextFlags::from_bits_truncate(bits);
+    let import = SLOT_IMPORT_FLAG.load(Ordering::Relaxed);
+    if import != 0 && bits & import != 0 {
+        flags |= ContextFlags::REPLICATED;
+    }
+    flags
 }
 
 /// The module's INFO callback (`INFO bf`); `false` where the server has none.
@@ -323,6 +377,24 @@ pub unsafe fn free_string(string: *mut raw::RedisModuleString) {
             free(std::ptr::null_mut(), string);
         }
     }
+}
+
+/// A double as the server's own parser reads `bytes` (`RedisModule_StringToDouble`), or
+/// `None` if it refuses them; `Err` where the API is missing. Copies `bytes` into a
+/// context-free string: callers bound the length.
+pub fn host_string_to_double(bytes: &[u8]) -> Result<Option<f64>, Missing> {
+    // SAFETY: reading the API table, filled before OnLoad and never written again.
+    let parse = unsafe { raw::RedisModule_StringToDouble }.ok_or(Missing("StringToDouble"))?;
+    let string = create_string(bytes);
+    if string.is_null() {
+        return Err(Missing("CreateString"));
+    }
+    let mut value = 0.0f64;
+    // SAFETY: `string` is a live string made above; Redis writes only `value`.
+    let status = unsafe { parse(string, &mut value) };
+    // SAFETY: made by `create_string` above, reachable from nowhere else.
+    unsafe { free_string(string) };
+    Ok((status == raw::REDISMODULE_OK as c_int).then_some(value))
 }
 
 /// The server's version as `0x00MMmmpp`, or 0 where the API to ask is missing.

@@ -866,3 +866,272 @@ fn migrate_moves_cuckoo_filters_between_nodes_intact() {
     let one: i64 = cq(&mut cc, &cmd!("CF.EXISTS", k, "after-migration"));
     assert_eq!(one, 1);
 }
+
+/// Whether the server has atomic slot migration (`CLUSTER MIGRATESLOTS`, Valkey 9), asked of
+/// a server of its own.
+fn has_atomic_slot_migration() -> bool {
+    let s = Server::start();
+    let v = s
+        .conn()
+        .raw(&cmd!("COMMAND", "INFO", "CLUSTER|MIGRATESLOTS"));
+    matches!(&v, Value::Array(infos) if infos.iter().any(|i| !matches!(i, Value::Nil)))
+}
+
+/// Keys of every value type under one hash tag: for each, a `quiet` one no one writes during
+/// the migration (its digest must come through unchanged) and a `live` one written under it.
+/// Returns (key, items in it, add command) per key; quiet keys first.
+fn asm_filters(cc: &mut ClusterConnection) -> Vec<(String, Vec<Vec<u8>>, &'static str)> {
+    let mut out = Vec::new();
+    for role in ["quiet", "live"] {
+        let bloom = format!("{{asm}}:{role}:bloom");
+        let _: String = cq(
+            cc,
+            &cmd!("BF.RESERVE", &bloom, "0.001", 100, "EXPANSION", 2),
+        );
+        let window = format!("{{asm}}:{role}:window");
+        let _: String = cq(
+            cc,
+            &cmd!(
+                "BF.RESERVE",
+                &window,
+                "0.01",
+                1000,
+                "WINDOW",
+                3_600_000,
+                "SLICES",
+                4
+            ),
+        );
+        let big = format!("{{asm}}:{role}:big");
+        let _: String = cq(cc, &cmd!("BF.RESERVE", &big, "0.0001", 2_000_000));
+        for k in [&bloom, &window, &big] {
+            let list = items(k, 700);
+            let mut c = cmd!("BF.MADD", k);
+            for i in &list {
+                c.arg(i.as_slice());
+            }
+            let _: Vec<i64> = cq(cc, &c);
+            out.push((k.clone(), list, "BF.ADD"));
+        }
+        let cuckoo = format!("{{asm}}:{role}:cuckoo");
+        let _: String = cq(cc, &cmd!("CF.RESERVE", &cuckoo, 128, "EXPANSION", 2));
+        let sized = format!("{{asm}}:{role}:cuckoo-error");
+        let _: String = cq(cc, &cmd!("CF.RESERVE", &sized, 1000, "ERROR", "0.0001"));
+        for k in [&cuckoo, &sized] {
+            let list = items(k, 700);
+            let mut c = cmd!("CF.INSERT", k, "ITEMS");
+            for i in &list {
+                c.arg(i.as_slice());
+            }
+            let _: Vec<i64> = cq(cc, &c);
+            // A few deletes, so the moved buckets hold holes too.
+            for i in &list[..50] {
+                let deleted: i64 = cq(cc, &cmd!("CF.DEL", k, i.as_slice()));
+                assert_eq!(deleted, 1);
+            }
+            out.push((k.clone(), list[50..].to_vec(), "CF.ADD"));
+        }
+    }
+    out
+}
+
+/// Whether every item answers present, through the cluster client.
+fn all_present(cc: &mut ClusterConnection, key: &str, add: &str, list: &[Vec<u8>]) -> bool {
+    try_all_present(cc, key, add, list).unwrap_or_else(|e| panic!("{key}: {e}"))
+}
+
+/// [`all_present`], or the error a command met (a reader under migration may meet one).
+fn try_all_present(
+    cc: &mut ClusterConnection,
+    key: &str,
+    add: &str,
+    list: &[Vec<u8>],
+) -> Result<bool, String> {
+    let exists = if add == "CF.ADD" {
+        "CF.MEXISTS"
+    } else {
+        "BF.MEXISTS"
+    };
+    for batch in list.chunks(500) {
+        let mut c = cmd!(exists, key);
+        for i in batch {
+            c.arg(i.as_slice());
+        }
+        let r: Vec<i64> = c.query(cc).map_err(|e| e.to_string())?;
+        if !r.iter().all(|&x| x == 1) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+#[test]
+fn atomic_slot_migration_moves_every_value_type_under_live_reads_and_writes() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    require_own_server!();
+    skip_unless!(
+        has_atomic_slot_migration(),
+        "no atomic slot migration (CLUSTER MIGRATESLOTS is Valkey 9's)"
+    );
+    let cluster = Cluster::start();
+    let mut cc = cluster.client();
+    let filters = asm_filters(&mut cc);
+    let slot = cluster.slot(&filters[0].0);
+    let src = cluster.owner(slot);
+    let dst = (src + 1) % 3;
+    let digests: Vec<String> = filters
+        .iter()
+        .map(|(k, _, _)| digest_on(&cluster.nodes[src], k))
+        .collect();
+    let urls: Vec<String> = cluster.nodes.iter().map(|n| n.url().to_string()).collect();
+    let connect = move || {
+        ClusterClient::new(urls.clone())
+            .expect("cluster client")
+            .get_connection()
+            .expect("cluster connection")
+    };
+
+    // Live writes: each live key gets new items, one at a time, until told to stop; the
+    // acknowledged ones must all be there afterwards.
+    let stop = Arc::new(AtomicBool::new(false));
+    let live: Vec<(String, &'static str)> = filters
+        .iter()
+        .filter(|(k, _, _)| k.contains(":live:"))
+        .map(|(k, _, add)| (k.clone(), *add))
+        .collect();
+    let writer = {
+        let (stop, live, mut wc) = (stop.clone(), live.clone(), connect.clone()());
+        std::thread::spawn(move || {
+            let mut acked: Vec<Vec<(String, Vec<u8>)>> = vec![Vec::new(); live.len()];
+            let mut errors = Vec::new();
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for (j, (k, add)) in live.iter().enumerate() {
+                    let item = format!("live-{n}").into_bytes();
+                    match wc.req_command(&cmd!(*add, k, item.as_slice())) {
+                        Ok(Value::Int(_)) => acked[j].push((k.clone(), item)),
+                        other => errors.push(format!("{add} {k}: {other:?}")),
+                    }
+                }
+                n += 1;
+            }
+            (acked, errors)
+        })
+    };
+    // Live reads of the quiet keys: never a wrong answer.
+    let reads = Arc::new(AtomicUsize::new(0));
+    let reader = {
+        let (stop, reads, mut rc) = (stop.clone(), reads.clone(), connect());
+        let quiet: Vec<(String, Vec<Vec<u8>>, &'static str)> = filters
+            .iter()
+            .filter(|(k, _, _)| k.contains(":quiet:"))
+            .cloned()
+            .collect();
+        std::thread::spawn(move || {
+            let mut wrong = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                for (k, list, add) in &quiet {
+                    match try_all_present(&mut rc, k, add, &list[..100]) {
+                        Ok(true) => {
+                            reads.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Ok(false) => wrong.push(k.clone()),
+                        // A redirect or reconnection under way: not an answer.
+                        Err(_) => {}
+                    }
+                }
+            }
+            wrong
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+
+    let dst_id = cluster.node_id(dst);
+    let mut s = cluster.nodes[src].conn();
+    let reply = s.raw(&cmd!(
+        "CLUSTER",
+        "MIGRATESLOTS",
+        "SLOTSRANGE",
+        slot,
+        slot,
+        "NODE",
+        &dst_id
+    ));
+    assert!(
+        matches!(&reply, Value::Okay) || matches!(&reply, Value::SimpleString(t) if t == "OK"),
+        "CLUSTER MIGRATESLOTS replied {reply:?}"
+    );
+    let reads_at_start = reads.load(Ordering::Relaxed);
+    common::wait_until(
+        Duration::from_secs(60),
+        "the slot migration to succeed",
+        || {
+            let jobs = format!("{:?}", s.raw(&cmd!("CLUSTER", "GETSLOTMIGRATIONS")));
+            assert!(!jobs.contains("\"failed\""), "the migration failed: {jobs}");
+            jobs.contains("\"success\"") && cluster.owner(slot) == dst
+        },
+    );
+    cluster.wait_ok();
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    let (acked, errors) = writer.join().expect("writer");
+    let wrong = reader.join().expect("reader");
+    assert!(
+        wrong.is_empty(),
+        "reads answered absent during the migration: {wrong:?}"
+    );
+    assert!(
+        reads.load(Ordering::Relaxed) > reads_at_start,
+        "no read ran during the migration"
+    );
+    assert!(
+        acked.iter().all(|a| a.len() >= 10),
+        "too few writes ran: {:?}; errors {errors:?}",
+        acked.iter().map(Vec::len).collect::<Vec<_>>()
+    );
+
+    // The source no longer holds the slot's keys; the target holds every one.
+    common::wait_until(
+        Duration::from_secs(30),
+        "the source to drop the moved keys",
+        || s.q::<i64>(&cmd!("CLUSTER", "COUNTKEYSINSLOT", slot)) == 0,
+    );
+    let mut d = cluster.nodes[dst].conn();
+    assert_eq!(
+        d.q::<i64>(&cmd!("CLUSTER", "COUNTKEYSINSLOT", slot)),
+        filters.len() as i64
+    );
+    // Quiet keys: bit for bit what the source held. Live keys: every item, old and new.
+    for ((k, list, add), digest) in filters.iter().zip(&digests) {
+        if k.contains(":quiet:") {
+            assert_eq!(&digest_on(&cluster.nodes[dst], k), digest, "{k} moved");
+        }
+        assert!(
+            all_present(&mut cc, k, add, list),
+            "{k}: an item is missing"
+        );
+    }
+    for (j, (k, add)) in live.iter().enumerate() {
+        let new: Vec<Vec<u8>> = acked[j].iter().map(|(_, i)| i.clone()).collect();
+        assert!(
+            all_present(&mut cc, k, add, &new),
+            "{k}: a live write is missing"
+        );
+        // And they keep taking writes where they are now.
+        let v = cc.req_command(&cmd!(*add, k, "after-migration")).unwrap();
+        assert!(matches!(v, Value::Int(_)), "{add} {k} after: {v:?}");
+    }
+    // A copy of each live key through its own codec equals it (the value is whole).
+    for (k, _, _) in filters.iter().filter(|(k, _, _)| k.contains(":live:")) {
+        let dump: Vec<u8> = d.q(&cmd!("DUMP", k));
+        let copy = format!("{k}:copy");
+        d.ok(&cmd!("RESTORE", &copy, 0, dump.as_slice()));
+        assert_eq!(
+            common::digest(&mut d, &copy),
+            common::digest(&mut d, k),
+            "{k}"
+        );
+    }
+}

@@ -102,7 +102,7 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
         windowed::write(&key)?;
         return Err(BfError::ItemExists);
     }
-    let flags = ctx.get_flags();
+    let flags = crate::raw_api::context_flags(ctx);
     if let Some(window) = window {
         let spec = windowed_spec(ctx, &args[1], spec);
         let (_, header) = windowed::create(&key, spec, window, &flags)?;
@@ -204,7 +204,7 @@ fn add_items(
     // Only a creation and an add that may grow the filter (its limits) depend on the context
     // flags: most adds never ask Redis for them (about 130 instructions a call).
     let flags = OnceCell::new();
-    let flags = || flags.get_or_init(|| ctx.get_flags());
+    let flags = || flags.get_or_init(|| crate::raw_api::context_flags(ctx));
     let (filter, created) = match windowed::write(&key)? {
         Some(ValueMut::Plain(filter)) => (filter, None),
         Some(ValueMut::Windowed(filter)) => {
@@ -536,7 +536,7 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> CommandResult {
         None if it == 1 && window_codec::is_window_header(data) => {
             // Also how a windowed filter's creation and AOF rewrite replay: the header
             // carries its origin and head, so nothing reads a clock.
-            let flags = ctx.get_flags();
+            let flags = crate::raw_api::context_flags(ctx);
             let (header, _) = window_codec::decode_header(data, header_strictness(&flags))
                 .map_err(BfError::from_codec)?;
             if clock::applies(&flags) && header.clock_error(clock::now_ms()).is_some() {
@@ -549,7 +549,7 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> CommandResult {
             true
         }
         None if it == 1 => {
-            let flags = ctx.get_flags();
+            let flags = crate::raw_api::context_flags(ctx);
             let header = codec::decode_header_with(data, header_strictness(&flags))
                 .map_err(BfError::from_codec)?;
             let limits = Limits::for_creation(&flags, config::max_filter_bytes(&flags));

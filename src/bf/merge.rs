@@ -48,7 +48,7 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> CommandResult {
         Some(Value::Plain(_)) => Some(false),
         Some(Value::Windowed(_)) => Some(true),
     };
-    let flags = ctx.get_flags();
+    let flags = crate::raw_api::context_flags(ctx);
     let limits = Limits::for_creation(&flags, config::max_filter_bytes(&flags));
     // Read once: the union and the advances below must agree on the slice.
     let now = clock::applies(&flags).then(clock::now_ms);

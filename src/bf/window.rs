@@ -85,7 +85,7 @@ pub fn store(
 /// The slice the primary's clock is in for `filter`, or `None` where no clock is read (a
 /// replica, a command from the primary, AOF replay).
 pub fn clock_slice(ctx: &Context, filter: &WindowedFilter) -> Option<u64> {
-    clock::applies(&ctx.get_flags()).then(|| filter.slice_of(clock::now_ms()))
+    clock::applies(&crate::raw_api::context_flags(ctx)).then(|| filter.slice_of(clock::now_ms()))
 }
 
 /// The slices a read answers from: those live at `at` (the clock's slice), or every slice
@@ -191,7 +191,7 @@ pub fn add_items(
     multi: bool,
     verbatim: bool,
 ) -> CommandResult {
-    let flags = ctx.get_flags();
+    let flags = crate::raw_api::context_flags(ctx);
     // Replicated before the add's own command, which Redis keeps in order (both through
     // `RedisModule_Replicate` or `ReplicateVerbatim`).
     if created.is_none() {

@@ -106,7 +106,8 @@ impl<'c> Flags<'c> {
     }
 
     fn get(&self) -> &ContextFlags {
-        self.read.get_or_init(|| self.ctx.get_flags())
+        self.read
+            .get_or_init(|| crate::raw_api::context_flags(self.ctx))
     }
 }
 
