@@ -16,6 +16,7 @@ mod cluster;
 mod commands;
 mod compat;
 mod hostile;
+mod huge_pages;
 mod limits;
 mod merge;
 mod operations;
