@@ -475,9 +475,8 @@ fn main() {
     ];
     let mut memory: Vec<Vec<f64>> = vec![Vec::new(); memory_rows.len()];
     println!(
-        "# {} ({}) against {} ({}), server {}: large filters of capacity {} filled with {} items by adds, {} runs of {} rounds, {} calls per batch stream, {} per single-item stream\n",
+        "# {} (working tree) against {} ({}), server {}: large filters of capacity {} filled with {} items by adds, {} runs of {} rounds, {} calls per batch stream, {} per single-item stream\n",
         o.ours.display(),
-        "working tree",
         o.base.display(),
         o.label,
         o.server,
