@@ -74,8 +74,9 @@ pub(crate) fn advise_huge_pages<T>(v: &Vec<T>) {
 }
 
 /// The writes between two collapsed regions of a dense array (`HugeSchedule`): a collapse
-/// costs 1 to 10 ms per 2 MiB (a huge page allocated, 512 pages copied into it), so a 180 MB
-/// layer's 90 regions are spread over 5760 adds instead of stalling one for a second.
+/// costs 3 to 11 ms per 2 MiB on the benchmark machine under load (a huge page allocated, 512
+/// pages copied into it; 1.1 s for 200 MB in one call), so a 180 MB layer's 90 regions are
+/// spread over the 5760 adds after its dense mark instead of stalling one add for a second.
 const WRITES_PER_COLLAPSE: u64 = 64;
 
 /// When an array written in place (a new filter's adds) gets its huge pages. Hinting it while
