@@ -2,7 +2,7 @@
 MODULE := target/release/liblayerbloom.so
 CARGO  ?= cargo
 
-.PHONY: all build test-clock-module run test unit-test integration-test servers lint fmt clean bench bench-core bench-criterion bench-instructions bench-hostile bench-peer bench-peer-cf
+.PHONY: all build test-clock-module run test unit-test integration-test servers lint fmt clean bench bench-core bench-criterion bench-instructions bench-hostile bench-peer bench-peer-cf bench-history
 
 all: build
 
@@ -83,6 +83,15 @@ PEER_ARGS  ?= --items 100000000 --error 0.001 --commands 5000 --rounds 5
 ## server time (INFO commandstats), five interleaved rounds. A measurement, never pass/fail.
 bench-peer: build servers
 	$(CARGO) run --release --example loadgen -- --peer $(REDISBLOOM) $(PEER_ARGS)
+
+## bench-history: the working tree against an earlier build of itself (BASE, default the
+## commit in RELEASE, built in a worktree under target/history) in two servers of one binary,
+## the same filters filled by adds in each, interleaved rounds over fresh runs; ratios with
+## their spread across runs (docs/BENCHMARKS.md). A measurement, never pass/fail. Heavy:
+## 10^8-item filters, minutes per run.
+HISTORY_ARGS ?= --runs 5 --rounds 5
+bench-history:
+	scripts/bench-history.sh $(BASE) $(HISTORY_ARGS)
 
 ## bench-peer-cf: the same for cuckoo filters (CF.MEXISTS / CF.INSERT of 100 items, single
 ## CF.ADD / CF.EXISTS / CF.DEL, MEMORY USAGE per item). 10^7 items by default; the targets are

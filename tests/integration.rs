@@ -17,6 +17,7 @@ mod commands;
 mod compat;
 mod hostile;
 mod hosts;
+mod huge_pages;
 mod limits;
 mod merge;
 mod operations;

@@ -28,7 +28,7 @@ use crate::bloom::sizing::{
 };
 use crate::error::FilterError;
 use crate::hash::{mix64, ItemHash, GOLDEN_GAMMA};
-use crate::zeroed::{advise_huge_pages, HUGE_PAGE};
+use crate::zeroed::{advise_huge_pages, HugeSchedule, HUGE_PAGE};
 
 #[cfg(target_arch = "x86_64")]
 mod wide;
@@ -242,8 +242,8 @@ pub struct BlockedLayer {
     blocks: Vec<Block>,
     set_bits: u64,
     estimate: FprEstimate,
-    /// `dense_mark` of the geometry, kept so that an insert compares instead of dividing.
-    dense_at: u64,
+    /// When the blocks get huge pages: from `dense_mark`, for a layer filled by its adds.
+    huge: HugeSchedule,
 }
 
 /// A layer's estimated false-positive rate (`health::blocked_fpr`, a sum over a Poisson window:
@@ -281,7 +281,7 @@ impl PartialEq for FprEstimate {
 /// No huge-page hint here: with it every first touch of a 2 MiB range faults in the whole
 /// range (measured: 100 items added to a new 1.9 GB filter made 356 MB resident, 1000 items
 /// 1.4 GB; without it a few hundred KB). The hint is given once the layer is dense anyway
-/// (`DENSE_TOUCHES`).
+/// (`DENSE_TOUCHES`), and its 4 KiB pages are then collapsed (`HugeSchedule`).
 pub(crate) fn zeroed_blocks(count: u64) -> Result<Vec<Block>, FilterError> {
     crate::zeroed::try_zeroed_vec::<Block>(count)
 }
@@ -324,7 +324,7 @@ impl BlockedLayer {
             blocks,
             set_bits: 0,
             estimate: FprEstimate::STALE,
-            dense_at: dense_mark(&geometry),
+            huge: HugeSchedule::dense_at(dense_mark(&geometry)),
         })
     }
 
@@ -336,7 +336,7 @@ impl BlockedLayer {
             blocks: zeroed_blocks(meta.geometry.blocks)?,
             set_bits: 0,
             estimate: FprEstimate::STALE,
-            dense_at: dense_mark(&meta.geometry),
+            huge: HugeSchedule::dense_at(dense_mark(&meta.geometry)),
         };
         // The chunks that follow a layer with items write every page: huge pages cost no
         // memory there. A layer without items is a creation (how a replica and the AOF
@@ -344,6 +344,7 @@ impl BlockedLayer {
         // so it is hinted once dense, as a new layer is.
         if meta.items > 0 {
             advise_huge_pages(&layer.blocks);
+            layer.huge = HugeSchedule::DONE;
         }
         layer.refresh_estimate();
         Ok(layer)
@@ -358,7 +359,7 @@ impl BlockedLayer {
             blocks,
             set_bits: 0,
             estimate: FprEstimate::STALE,
-            dense_at: dense_mark(&meta.geometry),
+            huge: HugeSchedule::dense_at(dense_mark(&meta.geometry)),
         };
         layer.set_bits = crate::bits::count_ones(layer.as_bytes());
         layer.refresh_estimate();
@@ -373,13 +374,16 @@ impl BlockedLayer {
             .map_err(|_| FilterError::OutOfMemory {
                 bytes: self.bytes(),
             })?;
+        // Before the copy writes every page, so that they fault in huge at once (a COPY of
+        // a dense layer was left in 4 KiB pages for good: its dense mark was behind it).
+        advise_huge_pages(&blocks);
         blocks.extend_from_slice(&self.blocks);
         Ok(BlockedLayer {
             meta: self.meta,
             blocks,
             set_bits: self.set_bits,
             estimate: self.estimate,
-            dense_at: self.dense_at,
+            huge: HugeSchedule::DONE,
         })
     }
 
@@ -521,8 +525,8 @@ impl BlockedLayer {
         self.set_bits += u64::from(flipped);
         // Saturating: counts loaded from other writers can sit at the top of the range.
         self.meta.items = self.meta.items.saturating_add(1);
-        if self.meta.items == self.dense_at {
-            advise_huge_pages(&self.blocks);
+        if self.huge.due(self.meta.items) {
+            self.huge.step(&self.blocks, self.meta.items);
         }
     }
 
@@ -973,6 +977,39 @@ mod tests {
             advised(&BlockedLayer::zeroed_with_meta(meta).unwrap()),
             Some(true)
         );
+    }
+
+    /// A layer filled by its adds is in huge pages once past its dense mark and one collapse
+    /// step per region after it, not left in 4 KiB pages for khugepaged's slow background
+    /// pass (it was: lookups in such a layer paid a page walk each).
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_layer_filled_by_adds_is_collapsed_into_huge_pages() {
+        if let Some(why) = crate::zeroed::no_huge_pages_here() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+        // ~48 MiB of blocks, a fresh mapping of its own (over glibc's mmap threshold).
+        let mut layer = BlockedLayer::new(40_000_000, 0.01).unwrap();
+        let regions = layer.bytes() / HUGE_PAGE as u64;
+        let items = dense_mark(layer.geometry()) + 64 * (regions + 1);
+        for h in hashes(7, items) {
+            layer.insert(&h);
+        }
+        let start = layer.blocks.as_ptr() as usize;
+        let inside = start.next_multiple_of(HUGE_PAGE) as *const u8;
+        let (huge, size) = crate::zeroed::huge_bytes_of_mapping(inside).unwrap();
+        assert!(
+            huge * 10 >= size * 9,
+            "{} of {} MiB in huge pages after {items} items",
+            huge >> 20,
+            size >> 20
+        );
+        // A copy is written whole: in huge pages at once.
+        let copy = layer.try_clone().unwrap();
+        let inside = (copy.blocks.as_ptr() as usize).next_multiple_of(HUGE_PAGE) as *const u8;
+        let (huge, size) = crate::zeroed::huge_bytes_of_mapping(inside).unwrap();
+        assert!(huge * 10 >= size * 9, "copy: {huge} of {size} bytes");
     }
 
     #[test]

@@ -98,9 +98,9 @@ pub struct SubFilter {
     /// Non-zero slots, kept by every write so that the load (health figures, the capacity
     /// warning after each add) costs no scan.
     occupied: u64,
-    /// The occupied count at which the slots are dense enough for huge pages
-    /// (`zeroed::dense_after_writes`); `u64::MAX` once they were asked for, or never.
-    huge_at: u64,
+    /// When the slots get huge pages: from the occupied count at which they are dense
+    /// (`zeroed::dense_after_writes`), for a sub-filter filled by its adds.
+    huge: crate::zeroed::HugeSchedule,
 }
 
 impl PartialEq for SubFilter {
@@ -120,7 +120,7 @@ impl SubFilter {
             buckets,
             slots: crate::zeroed::try_zeroed_vec(bytes)?,
             occupied: 0,
-            huge_at: crate::zeroed::dense_after_writes(bytes),
+            huge: crate::zeroed::HugeSchedule::dense_at(crate::zeroed::dense_after_writes(bytes)),
         })
     }
 
@@ -141,14 +141,14 @@ impl SubFilter {
             buckets,
             slots,
             occupied,
-            huge_at: u64::MAX,
+            huge: crate::zeroed::HugeSchedule::DONE,
         }
     }
 
     /// Asks for huge pages over the slots, once.
     fn advise_huge_pages(&mut self) {
         crate::zeroed::advise_huge_pages(&self.slots);
-        self.huge_at = u64::MAX;
+        self.huge = crate::zeroed::HugeSchedule::DONE;
     }
 
     /// Its bucket count.
@@ -222,8 +222,8 @@ impl SubFilter {
             Some(i) => {
                 bucket[i] = fp;
                 self.occupied += 1;
-                if self.occupied == self.huge_at {
-                    self.advise_huge_pages();
+                if self.huge.due(self.occupied) {
+                    self.huge.step(&self.slots, self.occupied);
                 }
                 true
             }
@@ -486,7 +486,7 @@ impl CuckooFilter {
             slots.extend_from_slice(&s.slots);
             subs.push(SubFilter {
                 slots,
-                huge_at: u64::MAX,
+                huge: crate::zeroed::HugeSchedule::DONE,
                 ..*s
             });
         }

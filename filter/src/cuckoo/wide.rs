@@ -118,8 +118,8 @@ pub struct WideSub {
     /// The packed slots, then `PAD_BYTES` zero bytes.
     bytes: Vec<u8>,
     occupied: u64,
-    /// `SubFilter::huge_at`: the occupied count at which huge pages are asked for.
-    huge_at: u64,
+    /// `SubFilter::huge`: when the slots get huge pages.
+    huge: crate::zeroed::HugeSchedule,
     /// Derived from the bucket size and width.
     lanes: Lanes,
 }
@@ -181,7 +181,7 @@ impl WideSub {
             bits,
             bytes: crate::zeroed::try_zeroed_vec(len + PAD_BYTES)?,
             occupied: 0,
-            huge_at: crate::zeroed::dense_after_writes(len),
+            huge: crate::zeroed::HugeSchedule::dense_at(crate::zeroed::dense_after_writes(len)),
             lanes: Lanes::of(bucket_size, bits),
         })
     }
@@ -201,7 +201,7 @@ impl WideSub {
     /// Asks for huge pages over the slots, once.
     fn advise_huge_pages(&mut self) {
         crate::zeroed::advise_huge_pages(&self.bytes);
-        self.huge_at = u64::MAX;
+        self.huge = crate::zeroed::HugeSchedule::DONE;
     }
 
     /// A sub-filter from its persisted slot bytes (`data.len()` checked by the caller).
@@ -342,8 +342,8 @@ impl WideSub {
             Some(s) => {
                 self.set(self.slot(b, s), fp);
                 self.occupied += 1;
-                if self.occupied == self.huge_at {
-                    self.advise_huge_pages();
+                if self.huge.due(self.occupied) {
+                    self.huge.step(&self.bytes, self.occupied);
                 }
                 true
             }
@@ -554,7 +554,7 @@ impl WideFilter {
             bytes.extend_from_slice(&s.bytes);
             subs.push(WideSub {
                 bytes,
-                huge_at: u64::MAX,
+                huge: crate::zeroed::HugeSchedule::DONE,
                 ..*s
             });
         }
