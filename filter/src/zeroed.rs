@@ -76,8 +76,10 @@ pub(crate) fn advise_huge_pages<T>(v: &Vec<T>) {
 /// The writes between two collapsed regions of a dense array (`HugeSchedule`): a collapse
 /// costs 3 to 11 ms per 2 MiB on the benchmark machine under load (a huge page allocated, 512
 /// pages copied into it; 1.1 s for 200 MB in one call), so a 180 MB layer's 90 regions are
-/// spread over the 5760 adds after its dense mark instead of stalling one add for a second.
-const WRITES_PER_COLLAPSE: u64 = 64;
+/// spread over the 90,000 adds after its dense mark instead of stalling one add for a second.
+/// One in a thousand: a batch of up to 1000 items (BF.MADD, CF.INSERT) pays at most one
+/// collapse, and the cost stays under a microsecond an item stored.
+pub(crate) const WRITES_PER_COLLAPSE: u64 = 1000;
 
 /// When an array written in place (a new filter's adds) gets its huge pages. Hinting it while
 /// sparse would make each first touch of a 2 MiB range resident whole (`dense_after_writes`);

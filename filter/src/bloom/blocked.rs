@@ -992,7 +992,8 @@ mod tests {
         // ~48 MiB of blocks, a fresh mapping of its own (over glibc's mmap threshold).
         let mut layer = BlockedLayer::new(40_000_000, 0.01).unwrap();
         let regions = layer.bytes() / HUGE_PAGE as u64;
-        let items = dense_mark(layer.geometry()) + 64 * (regions + 1);
+        let items =
+            dense_mark(layer.geometry()) + crate::zeroed::WRITES_PER_COLLAPSE * (regions + 1);
         for h in hashes(7, items) {
             layer.insert(&h);
         }
