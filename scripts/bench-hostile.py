@@ -8,7 +8,7 @@ import os, socket, subprocess, sys, tempfile, time
 
 MODULE = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/release/liblayerbloom.so")
 SERVER = sys.argv[2] if len(sys.argv) > 2 else "redis-server"
-PORT = 6391
+PORT = int(os.environ.get("BENCH_PORT", "6391"))
 
 
 def enc(*args):
@@ -168,6 +168,58 @@ def attack_cf_insert_growing(c):
     return f"{len(r)} replies, last {r[-1]}"
 
 
+def attack_loadchunk_layers_under_1m(c):
+    # 1024 layers of 1,048,512 bytes: each piece just under the old 1 MiB discard threshold.
+    c.q("CONFIG", "SET", "bf.bf-max-filter-memory", "4gb")
+    c.q("BF.RESERVE", "src", 0.01, 1000, "EXPANSION", 1)
+    return c.q("BF.LOADCHUNK", "k", 1, with_layers(header_of(c, "src"), 1024, blocks=16383))
+
+
+def cf_header(items, buckets, deletes, subs, bucket_size, iterations, expansion):
+    out = b"".join(v.to_bytes(8, "little") for v in (items, buckets, deletes, subs))
+    return out + b"".join(v.to_bytes(2, "little") for v in (bucket_size, iterations, expansion))
+
+
+def attack_cf_loadchunk_subs_under_1m(c):
+    # A 38-byte header: 1024 sub-filters of 4096 buckets of 255 slots (1,044,480 bytes each).
+    return c.q("CF.LOADCHUNK", "k", 1, cf_header(0, 4096, 0, 1024, 255, 20, 1))
+
+
+def attack_cf_compaction_past_full(c):
+    # 1024 sub-filters of 256 buckets of 255 slots, every slot holding item x's fingerprint
+    # but one hole at the end of sub-filter 0; the header says 1 item, so every CF.DEL
+    # compacts. The fingerprint is read from a small filter's dump.
+    c.q("CF.RESERVE", "probe", 2, "BUCKETSIZE", 1)
+    c.q("CF.ADD", "probe", "x")
+    fp = next(b for b in c.q("CF.SCANDUMP", "probe", 1)[1] if b)
+    subs, buckets, bs = 1024, 256, 255
+    c.q("CF.LOADCHUNK", "k", 1, cf_header(1, buckets, 0, subs, bs, 20, 1))
+    sub = bytes([fp]) * (buckets * bs)
+    it = 1
+    for i in range(subs):
+        data = sub if i else sub[:-1] + b"\0"
+        it += len(data)
+        c.q("CF.LOADCHUNK", "k", it, data)
+    for _ in range(5):
+        c.q("CF.DEL", "k", "x")
+    return [c.q("CF.COMPACT", "k") for _ in range(5)][-1]
+
+
+def attack_window_64_slices_of_layers(c):
+    # 64 slices of 100 ms, capacity 1 a slice, EXPANSION 1: 1100 items a slice each make a
+    # layer, for 6.5 s; then lookups over every layer held.
+    c.q("BF.RESERVE", "w", 0.01, 64, "EXPANSION", 1, "WINDOW", 6400, "SLICES", 64)
+    end = time.time() + 6.5
+    n = 0
+    while time.time() < end:
+        c.q("BF.MADD", "w", *[f"i{n + i}" for i in range(1100)])
+        n += 1100
+        time.sleep(0.1)
+    c.q("BF.EXISTS", "w", "absent")
+    c.q("BF.MEXISTS", "w", *[f"x{i}" for i in range(100)])
+    return c.q("BF.INFO", "w", "FILTERS")
+
+
 ATTACKS = [
     ("BF.RESERVE of a 3 GB filter", attack_reserve_3g),
     ("BF.RESERVE of 300M items", attack_reserve_300m),
@@ -181,6 +233,10 @@ ATTACKS = [
     ("100 000 BF.INSERT NONSCALING cap 1", attack_100k_nonscaling_inserts),
     ("CF.INSERT of 20 000 items, nearly full, 65535 iterations", attack_cf_insert_nearly_full),
     ("CF.INSERT of 100 000 items growing 16-bucket sub-filters", attack_cf_insert_growing),
+    ("LOADCHUNK header of 1024 layers of 1,048,512 bytes", attack_loadchunk_layers_under_1m),
+    ("CF.LOADCHUNK 38-byte header of 1024 sub-filters of 1 MB", attack_cf_loadchunk_subs_under_1m),
+    ("CF.DEL / CF.COMPACT past 1023 full 255-slot sub-filters", attack_cf_compaction_past_full),
+    ("BF.MADD into 64 slices of one-item layers, EXISTS, MEXISTS", attack_window_64_slices_of_layers),
 ]
 
 

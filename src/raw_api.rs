@@ -774,3 +774,15 @@ pub unsafe fn malloc_size(ptr: *mut c_void) -> Option<usize> {
     // SAFETY: the caller's contract.
     unsafe { raw::RedisModule_MallocSize.map(|size| size(ptr)) }
 }
+
+/// The bytes a live allocation of Redis's allocator may use from `ptr` (its size class), where
+/// the server says (`RedisModule_MallocUsableSize`, Redis 7.0.1 and later); `None` elsewhere.
+///
+/// # Safety
+/// `ptr` is a live allocation of Redis's allocator, as returned by it (not offset).
+#[cfg_attr(test, allow(dead_code))]
+#[inline]
+pub unsafe fn malloc_usable_size(ptr: *mut c_void) -> Option<usize> {
+    // SAFETY: the caller's contract.
+    unsafe { raw::RedisModule_MallocUsableSize.map(|size| size(ptr)) }
+}

@@ -108,6 +108,61 @@ fn reserving_a_large_filter_makes_none_of_it_resident_until_bits_are_set() {
     assert_eq!(con.q::<i64>(&cmd!("BF.CARD", "big")), 100);
 }
 
+/// `used_memory_rss` after `f` ran, less before.
+fn rss_growth(con: &mut redis::Connection, f: impl FnOnce(&mut redis::Connection)) -> i64 {
+    let before = info_i64(con, "memory", "used_memory_rss");
+    f(con);
+    info_i64(con, "memory", "used_memory_rss") - before
+}
+
+/// Offset of a layer record's block count (u64) in layerbloom's header.
+const LAYER_BLOCKS_AT: usize = 24;
+
+/// Headers whose pieces are each just under 1 MiB (where the allocator used to write zeros
+/// instead of handing the range to the kernel) make nothing resident: the whole filter costs
+/// address space until bits are set, whatever the size of its pieces (issue 23, item 1).
+#[test]
+fn headers_of_pieces_just_under_a_mebibyte_make_none_of_them_resident() {
+    let s = Server::start();
+    let mut con = s.conn();
+    con.ok(&cmd!("CONFIG", "SET", "bf.bf-max-filter-memory", "4gb"));
+    // A Bloom header of 1024 layers of 1,048,512 bytes (16383 blocks of 64): 1 GiB.
+    con.ok(&cmd!("BF.RESERVE", "one", 0.01, 1000, "EXPANSION", 1));
+    let mut header = header_with_layers(&scandump(&mut con, "one")[0].1, MAX_LAYERS);
+    for l in 0..MAX_LAYERS {
+        let at = FIRST_LAYER_AT + l * LAYER_LEN + LAYER_BLOCKS_AT;
+        header[at..at + 8].copy_from_slice(&16_383u64.to_le_bytes());
+    }
+    let grew = rss_growth(&mut con, |con| {
+        con.ok(&cmd!("BF.LOADCHUNK", "bloom", 1, header.as_slice()))
+    });
+    let size = bf_info(&mut con, "bloom").size;
+    assert!(size > 1 << 30, "BF.INFO Size {size}");
+    assert!(
+        grew < 64 << 20,
+        "used_memory_rss grew by {grew} bytes for an untouched filter of {size} bytes"
+    );
+    assert_eq!(con.q::<i64>(&cmd!("BF.EXISTS", "bloom", "absent")), 0);
+    // A 38-byte cuckoo header: 0 items, 4096 buckets, 0 deletes, 1024 sub-filters, bucket
+    // size 255, 20 iterations, expansion 1: 1024 sub-filters of 1,044,480 bytes.
+    let mut cf = Vec::new();
+    for v in [0u64, 4096, 0, 1024] {
+        cf.extend_from_slice(&v.to_le_bytes());
+    }
+    for v in [255u16, 20, 1] {
+        cf.extend_from_slice(&v.to_le_bytes());
+    }
+    let grew = rss_growth(&mut con, |con| {
+        con.ok(&cmd!("CF.LOADCHUNK", "cuckoo", 1, cf.as_slice()))
+    });
+    assert!(
+        grew < 64 << 20,
+        "used_memory_rss grew by {grew} bytes for 1024 untouched sub-filters of 1 MB"
+    );
+    assert_eq!(con.q::<i64>(&cmd!("CF.EXISTS", "cuckoo", "absent")), 0);
+    assert_eq!(con.q::<i64>(&cmd!("CF.COUNT", "cuckoo", "absent")), 0);
+}
+
 #[test]
 fn growth_past_the_layer_cap_is_refused_with_the_filter_unchanged() {
     let s = Server::start();

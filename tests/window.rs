@@ -444,6 +444,56 @@ fn a_busier_slice_grows_and_a_nonscaling_one_refuses() {
     assert_eq!(con.q::<i64>(&cmd!("BF.ADD", "n", "later")), 1);
 }
 
+/// Issue 23, item 5: a window is one filter, held to the 1024 layers one filter may have over
+/// all its slices, refused as a plain filter's growth past the cap is. 64 slices of one-item
+/// layers used to build 64 × 1024 layers, and every lookup probed them all.
+#[test]
+fn a_window_holds_at_most_the_layers_of_one_filter() {
+    require_own_server!();
+    let s = server();
+    let mut con = s.conn();
+    let slices = 64u64;
+    con.ok(&cmd!(
+        "BF.RESERVE",
+        "w",
+        "0.01",
+        slices,
+        "EXPANSION",
+        1,
+        "WINDOW",
+        slices * SLICE,
+        "SLICES",
+        slices
+    ));
+    let cap =
+        "ERR problem inserting into filter: the filter has reached its maximum of 1024 layers";
+    let mut refused = 0;
+    for slice in 0..slices {
+        let mut madd = cmd!("BF.MADD", "w");
+        for i in 0..40 {
+            madd.arg(format!("s{slice}:{i}"));
+        }
+        let Value::Array(replies) = con.raw(&madd) else {
+            panic!("BF.MADD did not answer an array")
+        };
+        if let Some(e) = replies.last().and_then(error_of) {
+            assert_eq!(e, cap, "slice {slice}");
+            refused += 1;
+        }
+        let layers = bf_info(&mut con, "w").filters;
+        assert!(layers <= 1024, "slice {slice}: {layers} layers");
+        advance(&mut con, SLICE);
+    }
+    assert!(refused > 30, "{refused}");
+    assert_eq!(bf_info(&mut con, "w").filters, 1024);
+    assert!(exists(&mut con, "w", "s0:0"));
+    assert_eq!(con.err_text(&cmd!("BF.ADD", "w", "fresh")), cap);
+    // Its header is at the cap: a client may load it.
+    let header = scandump(&mut con, "w")[0].1.clone();
+    con.ok(&cmd!("BF.LOADCHUNK", "copy", 1, header.as_slice()));
+    assert_eq!(bf_info(&mut con, "copy").filters, 1024);
+}
+
 // ---------------------------------------------------------------- every command
 
 #[test]

@@ -215,20 +215,37 @@ impl<L: Layer> Chain<L> {
     /// nothing is counted. Growth that would take the filter past `max_bytes` is refused.
     #[inline]
     pub fn add(&mut self, item: &[u8], max_bytes: u64) -> Result<bool, FilterError> {
+        self.add_capped(item, max_bytes, MAX_LAYERS)
+    }
+
+    /// `add`, growing to at most `max_layers` layers (never past `MAX_LAYERS`): a windowed
+    /// filter's slice may have only what the other slices leave of the cap.
+    #[inline]
+    pub fn add_capped(
+        &mut self,
+        item: &[u8],
+        max_bytes: u64,
+        max_layers: usize,
+    ) -> Result<bool, FilterError> {
         let hash = L::hash(item, &self.params);
         #[cfg(target_arch = "x86_64")]
         if L::COUNTS_WORDS && std::arch::is_x86_feature_detected!("popcnt") {
             // SAFETY: the CPU has just been seen to support POPCNT.
-            return unsafe { self.add_hash_popcnt(&hash, max_bytes) };
+            return unsafe { self.add_hash_popcnt(&hash, max_bytes, max_layers) };
         }
-        self.add_hash(&hash, max_bytes, true)
+        self.add_hash(&hash, max_bytes, max_layers, true)
     }
 
     /// `add_hash` compiled for CPUs with POPCNT (see `Layer::COUNTS_WORDS`).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "popcnt")]
-    fn add_hash_popcnt(&mut self, hash: &L::Hash, max_bytes: u64) -> Result<bool, FilterError> {
-        self.add_hash(hash, max_bytes, true)
+    fn add_hash_popcnt(
+        &mut self,
+        hash: &L::Hash,
+        max_bytes: u64,
+        max_layers: usize,
+    ) -> Result<bool, FilterError> {
+        self.add_hash(hash, max_bytes, max_layers, true)
     }
 
     /// `contains` for many items at once, in order. Hashes a batch, starts loading every cache
@@ -265,14 +282,24 @@ impl<L: Layer> Chain<L> {
     /// first error, and the items after it are not added. Like `contains_many`, a batch's
     /// cache lines are loaded before it is probed.
     pub fn add_many(&mut self, items: &[&[u8]], max_bytes: u64) -> Vec<Result<bool, FilterError>> {
+        self.add_many_capped(items, max_bytes, MAX_LAYERS)
+    }
+
+    /// `add_many`, growing to at most `max_layers` layers (as `add_capped`).
+    pub fn add_many_capped(
+        &mut self,
+        items: &[&[u8]],
+        max_bytes: u64,
+        max_layers: usize,
+    ) -> Vec<Result<bool, FilterError>> {
         let mut out = Vec::with_capacity(items.len());
         #[cfg(target_arch = "x86_64")]
         if L::COUNTS_WORDS && std::arch::is_x86_feature_detected!("popcnt") {
             // SAFETY: the CPU has just been seen to support POPCNT.
-            unsafe { self.add_many_popcnt(items, max_bytes, &mut out) };
+            unsafe { self.add_many_popcnt(items, max_bytes, max_layers, &mut out) };
             return out;
         }
-        self.add_many_batched(items, max_bytes, &mut out);
+        self.add_many_batched(items, max_bytes, max_layers, &mut out);
         out
     }
 
@@ -283,9 +310,10 @@ impl<L: Layer> Chain<L> {
         &mut self,
         items: &[&[u8]],
         max_bytes: u64,
+        max_layers: usize,
         out: &mut Vec<Result<bool, FilterError>>,
     ) {
-        self.add_many_batched(items, max_bytes, out)
+        self.add_many_batched(items, max_bytes, max_layers, out)
     }
 
     /// The batch add: each batch's cache lines in every layer are requested before any item
@@ -295,6 +323,7 @@ impl<L: Layer> Chain<L> {
         &mut self,
         items: &[&[u8]],
         max_bytes: u64,
+        max_layers: usize,
         out: &mut Vec<Result<bool, FilterError>>,
     ) {
         let mut batch = [L::Hash::default(); BATCH];
@@ -306,7 +335,7 @@ impl<L: Layer> Chain<L> {
                 }
             }
             for h in hashes {
-                let result = self.add_hash(h, max_bytes, false);
+                let result = self.add_hash(h, max_bytes, max_layers, false);
                 let failed = result.is_err();
                 out.push(result);
                 if failed {
@@ -326,6 +355,7 @@ impl<L: Layer> Chain<L> {
         &mut self,
         hash: &L::Hash,
         max_bytes: u64,
+        max_layers: usize,
         prefetch: bool,
     ) -> Result<bool, FilterError> {
         let (newest, older) = self.layers.split_last_mut().expect("at least one layer");
@@ -348,7 +378,7 @@ impl<L: Layer> Chain<L> {
             if newest.contains(hash) {
                 return Ok(false);
             }
-            self.grow(max_bytes)?;
+            self.grow(max_bytes, max_layers)?;
             self.layers
                 .last_mut()
                 .expect("at least one layer")
@@ -358,12 +388,13 @@ impl<L: Layer> Chain<L> {
         Ok(true)
     }
 
-    /// Appends the next layer, or says why it cannot be.
-    pub(crate) fn grow(&mut self, max_bytes: u64) -> Result<(), FilterError> {
+    /// Appends the next layer, or says why it cannot be: past `max_layers` (at most
+    /// `MAX_LAYERS`), the cap's error.
+    pub(crate) fn grow(&mut self, max_bytes: u64, max_layers: usize) -> Result<(), FilterError> {
         if self.expansion == 0 {
             return Err(FilterError::Full);
         }
-        if self.layers.len() >= MAX_LAYERS {
+        if self.layers.len() >= max_layers.min(MAX_LAYERS) {
             return Err(FilterError::TooManyLayers { limit: MAX_LAYERS });
         }
         // Room for the new layer's end offset first, so that nothing fails after the push.
@@ -765,7 +796,7 @@ pub(crate) mod tests {
             return Ok(false);
         }
         if c.layers.last().unwrap().is_full() {
-            c.grow(max_bytes)?;
+            c.grow(max_bytes, MAX_LAYERS)?;
         }
         c.layers.last_mut().unwrap().insert(hash);
         c.items += 1;
@@ -817,7 +848,12 @@ pub(crate) mod tests {
                     // The batch path compiled for baseline x86-64 (software popcount).
                     let mut baseline = ScalableFilter::new(s, NO_LIMIT).unwrap();
                     let mut baseline_got = Vec::new();
-                    blocked_mut(&mut baseline).add_many_batched(&refs, limit, &mut baseline_got);
+                    blocked_mut(&mut baseline).add_many_batched(
+                        &refs,
+                        limit,
+                        MAX_LAYERS,
+                        &mut baseline_got,
+                    );
                     // One by one.
                     let mut single = ScalableFilter::new(s, NO_LIMIT).unwrap();
                     let mut single_got = Vec::new();
@@ -937,7 +973,8 @@ pub(crate) mod tests {
         let c = blocked_mut(&mut f);
         let mut i = 0u64;
         while c.items() < capacity {
-            c.add_hash(&hash(2 * i), NO_LIMIT, true).unwrap();
+            c.add_hash(&hash(2 * i), NO_LIMIT, MAX_LAYERS, true)
+                .unwrap();
             i += 1;
         }
         let state = c.layers()[0].state_fpr();

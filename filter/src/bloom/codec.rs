@@ -142,6 +142,11 @@ impl Header {
         dispatch!(self, Header, h => h.layer_lengths())
     }
 
+    /// Layers of the chain.
+    pub fn layer_count(&self) -> usize {
+        dispatch!(self, Header, h => h.layers.len())
+    }
+
     /// Bytes of all bit arrays together (the decoders refused overflowing totals).
     pub fn bits_bytes(&self) -> u64 {
         self.layer_lengths().iter().sum()

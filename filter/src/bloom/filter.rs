@@ -163,6 +163,26 @@ impl ScalableFilter {
         dispatch!(self, ScalableFilter, c => c.add_many(items, max_bytes))
     }
 
+    /// `add`, growing to at most `max_layers` layers (`Chain::add_capped`).
+    pub fn add_capped(
+        &mut self,
+        item: &[u8],
+        max_bytes: u64,
+        max_layers: usize,
+    ) -> Result<bool, FilterError> {
+        dispatch!(self, ScalableFilter, c => c.add_capped(item, max_bytes, max_layers))
+    }
+
+    /// `add_many`, growing to at most `max_layers` layers (`Chain::add_many_capped`).
+    pub fn add_many_capped(
+        &mut self,
+        items: &[&[u8]],
+        max_bytes: u64,
+        max_layers: usize,
+    ) -> Vec<Result<bool, FilterError>> {
+        dispatch!(self, ScalableFilter, c => c.add_many_capped(items, max_bytes, max_layers))
+    }
+
     /// Number of layers.
     pub fn layer_count(&self) -> usize {
         dispatch!(self, ScalableFilter, c => c.layer_count())

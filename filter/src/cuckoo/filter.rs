@@ -14,13 +14,33 @@ pub const ALT_MULTIPLIER: u64 = 0x5bd1_e995;
 /// misses of many items, few enough that their buckets stay in L1 until probed.
 pub(crate) const BATCH: usize = 32;
 
-/// Bucket probes (a source bucket read, or a bucket searched for an empty slot) one
-/// compaction may spend: `CF.COMPACT`, or the automatic one inside `CF.DEL`. Counted in
-/// probes, not time, so a primary, its replicas and an AOF replay stop at the same point.
-/// Compaction otherwise costs up to slots × sub-filters × 2 probes of up to 255 bytes, which
-/// a loaded filter can make hours. 2^20 probes of 255-slot buckets (the dearest) take about
-/// 0.2 s on one core of a busy machine.
-pub const COMPACT_BUDGET: u64 = 1 << 20;
+/// Work one compaction may spend: `CF.COMPACT`, or the automatic one inside `CF.DEL`. Counted
+/// in units of work, not time, so a primary, its replicas and an AOF replay stop at the same
+/// point: each bucket probe (a source bucket read, or a bucket searched for an empty slot)
+/// costs [`probe_cost`], its slots plus a cache miss. Compaction otherwise costs up to slots ×
+/// sub-filters × 2 probes of up to 255 bytes, which a loaded filter can make hours; counted
+/// in probes alone (2^20 of them) it still took 0.2 s over 255-slot buckets, and walking past
+/// full sub-filters, uncounted, 1 s. 2^22 units take a few milliseconds at any bucket size.
+pub const COMPACT_BUDGET: u64 = 1 << 22;
+
+/// The cost of one compaction probe of a bucket of `bucket_size` slots: its slots, plus 64
+/// for the cache miss of reaching it (which dominates small buckets).
+pub(crate) fn probe_cost(bucket_size: u64) -> u64 {
+    bucket_size + 64
+}
+
+/// The sub-filters a fingerprint may move into during compaction, oldest first: those with
+/// an empty slot. Kept so that full sub-filters cost nothing per fingerprint (a filter of 1024
+/// full sub-filters used to be walked past for every slot). Empty when the list cannot be
+/// allocated: compaction then moves nothing, which is always correct.
+pub(crate) fn open_subs(full: impl Iterator<Item = bool>) -> Vec<usize> {
+    let full: Vec<bool> = full.collect();
+    let mut open = Vec::new();
+    if open.try_reserve_exact(full.len()).is_ok() {
+        open.extend((0..full.len()).filter(|&j| !full[j]));
+    }
+    open
+}
 
 /// Evictions (swaps of the walk, not counting their undo) one adding command may spend over
 /// all its items. Counted in swaps, not time, for the same reason as `COMPACT_BUDGET`: the
@@ -804,18 +824,23 @@ impl CuckooFilter {
     /// fingerprints moved so far stay moved and the sub-filter it was on stays.
     pub(crate) fn compact_with(&mut self, past_full: bool, budget: u64) -> u64 {
         let bs = self.bs();
+        let probe = probe_cost(bs as u64);
         let mut spent = 0u64;
+        let mut open = open_subs(self.subs.iter().map(SubFilter::is_full));
         'subs: for i in (1..self.subs.len()).rev() {
+            while open.last().is_some_and(|&j| j >= i) {
+                open.pop();
+            }
             let (older, rest) = self.subs.split_at_mut(i);
             let sub = &mut rest[0];
             for b in 0..sub.buckets {
-                if sub.occupied == 0 || older.iter().all(SubFilter::is_full) {
+                if sub.occupied == 0 || open.is_empty() {
                     break;
                 }
                 if spent >= budget {
                     break 'subs;
                 }
-                spent += 1;
+                spent += probe;
                 for slot in 0..bs {
                     let fp = sub.bucket(b, bs)[slot];
                     if fp == 0 {
@@ -823,18 +848,28 @@ impl CuckooFilter {
                     }
                     let alt = b ^ alt_offset(fp);
                     let mut moved = false;
-                    for o in older.iter_mut().filter(|o| !o.is_full()) {
+                    let mut k = 0;
+                    while k < open.len() {
+                        // Checked per fingerprint: one bucket's fingerprints may each probe
+                        // every older sub-filter.
+                        if spent >= budget {
+                            break 'subs;
+                        }
+                        let o = &mut older[open[k]];
                         let m = o.mask();
-                        spent += 1;
-                        if o.put(b & m, bs, fp) {
-                            moved = true;
+                        spent += probe;
+                        moved = o.put(b & m, bs, fp);
+                        if !moved {
+                            spent += probe;
+                            moved = o.put(alt & m, bs, fp);
+                        }
+                        if moved {
+                            if o.is_full() {
+                                open.remove(k);
+                            }
                             break;
                         }
-                        spent += 1;
-                        if o.put(alt & m, bs, fp) {
-                            moved = true;
-                            break;
-                        }
+                        k += 1;
                     }
                     if moved {
                         sub.clear(b, bs, slot);

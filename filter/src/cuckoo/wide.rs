@@ -36,7 +36,7 @@
 //! Sub-filter `i` has the width [`Widths::of`] gives: the first two were sized at creation
 //! ([`rate::widths_for`]) and persisted, every later one a bit wider (to 32).
 
-use super::filter::{walk_within, BATCH, COMPACT_BUDGET, KICK_BUDGET};
+use super::filter::{open_subs, probe_cost, walk_within, BATCH, COMPACT_BUDGET, KICK_BUDGET};
 use super::params::{Params, MAX_SUB_FILTERS};
 use super::rate::{self, Widths};
 use super::{CuckooError, ALT_MULTIPLIER};
@@ -837,18 +837,23 @@ impl WideFilter {
     pub(crate) fn compact_with(&mut self, past_full: bool, budget: u64) -> u64 {
         let first = self.widths.first;
         let bs = u64::from(self.params.bucket_size);
+        let probe = probe_cost(bs);
         let mut spent = 0u64;
+        let mut open = open_subs(self.subs.iter().map(WideSub::is_full));
         'subs: for i in (1..self.subs.len()).rev() {
+            while open.last().is_some_and(|&j| j >= i) {
+                open.pop();
+            }
             let (older, rest) = self.subs.split_at_mut(i);
             let sub = &mut rest[0];
             for b in 0..sub.buckets {
-                if sub.occupied == 0 || older.iter().all(WideSub::is_full) {
+                if sub.occupied == 0 || open.is_empty() {
                     break;
                 }
                 if spent >= budget {
                     break 'subs;
                 }
-                spent += 1;
+                spent += probe;
                 for slot in 0..bs {
                     let fp = sub.get(sub.slot(b, slot));
                     if fp == 0 {
@@ -856,19 +861,28 @@ impl WideFilter {
                     }
                     let alt = b ^ alt_offset(narrow(fp, sub.bits, first));
                     let mut moved = false;
-                    for o in older.iter_mut().filter(|o| !o.is_full()) {
+                    let mut k = 0;
+                    while k < open.len() {
+                        // Checked per fingerprint, as `CuckooFilter::compact_with`.
+                        if spent >= budget {
+                            break 'subs;
+                        }
+                        let o = &mut older[open[k]];
                         let m = o.mask();
                         let cut = narrow(fp, sub.bits, o.bits);
-                        spent += 1;
-                        if o.put(b & m, cut) {
-                            moved = true;
+                        spent += probe;
+                        moved = o.put(b & m, cut);
+                        if !moved {
+                            spent += probe;
+                            moved = o.put(alt & m, cut);
+                        }
+                        if moved {
+                            if o.is_full() {
+                                open.remove(k);
+                            }
                             break;
                         }
-                        spent += 1;
-                        if o.put(alt & m, cut) {
-                            moved = true;
-                            break;
-                        }
+                        k += 1;
                     }
                     if moved {
                         sub.clear(b, slot);

@@ -40,6 +40,7 @@
 //! most `RDB_PIECE_BYTES` each), slice after slice. [`WindowLoader`] reads them piece by
 //! piece, so memory grows with the data actually read.
 
+use crate::bloom::chain::MAX_LAYERS;
 use crate::bloom::codec::{
     self as bloom_codec, decode_blocked_header, decode_classic_header, FilterLoader, Header,
     MAX_EXPANSION,
@@ -101,10 +102,7 @@ impl WindowHeader {
 
     /// Layers over all slices.
     pub fn layer_count(&self) -> usize {
-        self.slices
-            .iter()
-            .map(|(_, h)| h.layer_lengths().len())
-            .sum()
+        self.slices.iter().map(|(_, h)| h.layer_count()).sum()
     }
 }
 
@@ -253,6 +251,13 @@ pub fn decode_header(
     }
     if !r.bytes.is_empty() {
         return Err(CodecError::BadData("trailing bytes after the last slice"));
+    }
+    // A window is one filter: its slices together hold at most the layers one filter may
+    // (a plain filter's header is held to the same), else every lookup probes up to 65 × 1024
+    // layers. What the server already accepted loads as it was.
+    let layers: usize = out.iter().map(|(_, h)| h.layer_count()).sum();
+    if strictness == Strictness::LoadChunk && layers > MAX_LAYERS {
+        return Err(CodecError::BadData("more layers than a filter may have"));
     }
     Ok((
         WindowHeader {

@@ -264,6 +264,11 @@ impl WindowedFilter {
     /// creation changes nothing.
     fn ensure_head(&mut self, max_bytes: u64) -> Result<(), FilterError> {
         if self.slices.last().is_none_or(|s| s.id != self.head) {
+            // A new slice is one more layer: refused, as a plain filter's growth is, once the
+            // slices hold the layers one filter may.
+            if self.layer_count() >= MAX_LAYERS {
+                return Err(FilterError::TooManyLayers { limit: MAX_LAYERS });
+            }
             let len = self.slices.len();
             let others = self.memory_usage();
             let room = max_bytes.saturating_sub(
@@ -324,7 +329,8 @@ impl WindowedFilter {
     pub fn add(&mut self, item: &[u8], max_bytes: u64) -> Result<bool, FilterError> {
         self.ensure_head(max_bytes)?;
         let (head, budget) = self.head_budget(max_bytes);
-        let result = self.head_mut().add(item, budget);
+        let layers = self.head_layer_room();
+        let result = self.head_mut().add_capped(item, budget, layers);
         result.map_err(|e| self.whole_filter_error(e, head, max_bytes))
     }
 
@@ -337,6 +343,14 @@ impl WindowedFilter {
             changed,
             in_window: earlier || !changed,
         })
+    }
+
+    /// The layers the head slice may have: what the older slices leave of the one cap a
+    /// filter has (`MAX_LAYERS` over all slices), so that a window never holds more layers
+    /// than a plain filter may, and every lookup stays within them.
+    fn head_layer_room(&self) -> usize {
+        let older: usize = self.older().iter().map(|s| s.filter.layer_count()).sum();
+        MAX_LAYERS.saturating_sub(older)
     }
 
     /// The head slice's filter, once `ensure_head` has made it.
@@ -367,7 +381,8 @@ impl WindowedFilter {
             return vec![Err(e)];
         }
         let (head, budget) = self.head_budget(max_bytes);
-        let results = self.head_mut().add_many(items, budget);
+        let layers = self.head_layer_room();
+        let results = self.head_mut().add_many_capped(items, budget, layers);
         results
             .into_iter()
             .map(|r| r.map_err(|e| self.whole_filter_error(e, head, max_bytes)))

@@ -957,3 +957,92 @@ fn a_header_ahead_of_the_clock_is_refused_and_a_current_one_is_not() {
         Some("the window's origin is later than the clock")
     );
 }
+
+/// Issue 23, item 5: a window is one filter, held to the layers one filter may have over all
+/// its slices. A window of 64 slices of one-item layers used to reach 65 × 1024 layers, and
+/// every lookup probed them all.
+#[test]
+fn the_slices_together_hold_at_most_the_layers_of_one_filter() {
+    use crate::bloom::chain::MAX_LAYERS;
+    let too_many = FilterError::TooManyLayers { limit: MAX_LAYERS };
+    // 64 slices of capacity 1, EXPANSION 1: every new item is a new layer.
+    let mut f = WindowedFilter::new(wspec(64_000, 64, 64, 1), 0, NO_LIMIT).unwrap();
+    let mut next = 0u64;
+    let mut refused = 0;
+    for slice in 0..=64u64 {
+        f.advance_to(slice);
+        let items: Vec<Vec<u8>> = (next..next + 40).map(item).collect();
+        next += 40;
+        let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+        let results = f.add_many(&refs, NO_LIMIT);
+        if let Some(Err(e)) = results.last() {
+            assert_eq!(*e, too_many, "slice {slice}");
+            refused += 1;
+        }
+        assert!(
+            f.layer_count() <= MAX_LAYERS,
+            "slice {slice}: {}",
+            f.layer_count()
+        );
+    }
+    assert_eq!(f.layer_count(), MAX_LAYERS);
+    assert!(refused > 30, "{refused}");
+    // A single add that needs a layer: the cap's error, nothing changes.
+    let before = (f.items(), f.memory_usage(), codec::encode_header(&f));
+    let fresh = (0..)
+        .map(|i| format!("fresh:{i}").into_bytes())
+        .find(|i| !f.contains(i))
+        .unwrap();
+    assert_eq!(f.add(&fresh, NO_LIMIT), Err(too_many.clone()));
+    assert_eq!(
+        (f.items(), f.memory_usage(), codec::encode_header(&f)),
+        before
+    );
+    // Items held still answer; once the old slices expire, adds are taken again.
+    assert!(f.contains(&item(0)));
+    f.advance_to(64 + 65);
+    assert_eq!(f.layer_count(), 0);
+    assert_eq!(f.add(&fresh, NO_LIMIT), Ok(true));
+}
+
+/// A window header whose slices are each `chain` (a plain filter's header) under ids 0, 1.
+fn two_slices_of(chain: &[u8]) -> Vec<u8> {
+    let mut f = WindowedFilter::new(wspec(64_000, 64, 64, 1), 0, NO_LIMIT).unwrap();
+    f.add(b"a", NO_LIMIT).unwrap();
+    f.advance_to(1);
+    f.add(b"b", NO_LIMIT).unwrap();
+    let mut header = codec::encode_header(&f)[..64].to_vec();
+    for id in [0u64, 1] {
+        header.extend_from_slice(&id.to_le_bytes());
+        header.extend_from_slice(&(chain.len() as u32).to_le_bytes());
+        header.extend_from_slice(chain);
+    }
+    header
+}
+
+#[test]
+fn a_clients_header_may_not_hold_more_layers_over_its_slices_than_one_filter() {
+    use crate::bloom::chain::MAX_LAYERS;
+    use crate::bloom::filter::ScalableFilter;
+    let chain_of = |layers: usize| {
+        let spec = FilterSpec::new(1, 0.01 / 65.0, 1);
+        let mut c = ScalableFilter::new(spec, NO_LIMIT).unwrap();
+        let mut i = 0u64;
+        while c.layer_count() < layers {
+            c.add(&item(i), NO_LIMIT).unwrap();
+            i += 1;
+        }
+        crate::bloom::codec::encode_header(&c)
+    };
+    let at_cap = two_slices_of(&chain_of(MAX_LAYERS / 2));
+    let (h, _) = codec::decode_header(&at_cap, codec::Strictness::LoadChunk).unwrap();
+    assert_eq!(h.layer_count(), MAX_LAYERS);
+    let over = two_slices_of(&chain_of(MAX_LAYERS / 2 + 1));
+    assert_eq!(
+        codec::decode_header(&over, codec::Strictness::LoadChunk).unwrap_err(),
+        codec::CodecError::BadData("more layers than a filter may have")
+    );
+    // What the server already accepted (RDB, a primary, the AOF) loads as it was.
+    let (h, _) = codec::decode_header(&over, codec::Strictness::Rdb).unwrap();
+    assert_eq!(h.layer_count(), MAX_LAYERS + 2);
+}
