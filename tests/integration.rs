@@ -16,6 +16,7 @@ mod cluster;
 mod commands;
 mod compat;
 mod hostile;
+mod hostile_glue;
 mod limits;
 mod merge;
 mod operations;
