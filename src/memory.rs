@@ -64,6 +64,20 @@ impl Limits {
         }
     }
 
+    /// The limits of a COPY of a filter, or `None` when none apply: the copy callback has no
+    /// client's context, so the server's own flags tell. A replica (its COPY comes from its
+    /// primary, which accepted it) and a server loading its AOF copy whatever they are sent.
+    pub fn for_copy() -> Option<Self> {
+        let flags = raw_api::server_flags()?;
+        if flags.intersects(EXEMPT | ContextFlags::SLAVE) {
+            return None;
+        }
+        Some(Limits::for_creation(
+            &flags,
+            crate::config::max_filter_bytes(&flags),
+        ))
+    }
+
     /// The limits of an add of `items` items to `current`, under the command's context
     /// `flags` (read only when the add may grow the filter). An add that cannot grow it gets
     /// no limits: only growth allocates, so the core never consults them and the errors of

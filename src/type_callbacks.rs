@@ -220,7 +220,27 @@ pub(crate) extern "C" fn copy<V: StoredValue>(
 ) -> *mut c_void {
     guarded_as::<V, _>("copy", std::ptr::null_mut(), || {
         // SAFETY: Redis passes a value of this type.
-        match unsafe { self::value::<V>(value) }.clone_value() {
+        let value = unsafe { self::value::<V>(value) };
+        // A copy allocates as much as its source: held to the limits a creation is (it used
+        // to pass maxmemory by the source's size). The server answers a refused copy with its
+        // own error ("module key failed to copy"); the reason goes to the log, rate-limited.
+        if let Some(limits) = crate::memory::Limits::for_copy() {
+            let bytes = value.mem_usage();
+            if bytes > limits.bytes() {
+                let which = if limits.is_memory(limits.bytes()) {
+                    "maxmemory"
+                } else {
+                    "bf-max-filter-memory"
+                };
+                crate::log_limit::copy_refused(&format!(
+                    "layerbloom: COPY refused: the copy would take {bytes} bytes, over what \
+                     {which} leaves ({} bytes)",
+                    limits.bytes()
+                ));
+                return std::ptr::null_mut();
+            }
+        }
+        match value.clone_value() {
             Ok(copy) => into_value(copy),
             Err(e) => {
                 crate::log::warning(None, &format!("layerbloom: COPY failed: {e}"));

@@ -143,3 +143,99 @@ fn a_layerbloom_primary_replicates_the_rate_it_used() {
     aof.start_again();
     assert_eq!(rate_view(&mut aof.conn()), view);
 }
+
+// ---------------------------------------------------------------------------------------------
+// 6. COPY held to maxmemory and the per-filter limit, and as lazy as its source
+// ---------------------------------------------------------------------------------------------
+
+fn rss(con: &mut redis::Connection) -> i64 {
+    common::info_i64(con, "memory", "used_memory_rss")
+}
+
+/// A COPY the server has no room for is refused (the server's own error: a module's copy
+/// callback cannot choose it), creates nothing and allocates nothing; the log says why.
+#[test]
+fn a_copy_past_maxmemory_is_refused() {
+    require_own_server!();
+    let s = Server::builder()
+        .config("maxmemory-policy", "noeviction")
+        .start();
+    let mut con = s.conn();
+    // Hundreds of MB, never touched (nothing resident); then 50 MB left under maxmemory.
+    con.ok(&cmd!("BF.RESERVE", "big", 0.001, 200_000_000u64));
+    con.ok(&cmd!("CF.RESERVE", "cbig", 100_000_000u64));
+    let used = common::used_memory(&mut con);
+    con.ok(&cmd!("CONFIG", "SET", "maxmemory", used + (50 << 20)));
+    for (source, copy) in [("big", "big2"), ("cbig", "cbig2")] {
+        let err = con.err_text(&cmd!("COPY", source, copy));
+        assert!(err.contains("copy"), "COPY {source}: {err}");
+        assert!(!common::key_exists(&mut con, copy));
+    }
+    let grown = common::used_memory(&mut con) - used;
+    assert!(grown < 1 << 20, "used_memory grew by {grown} bytes");
+    assert!(
+        s.log().contains("COPY refused") && s.log().contains("maxmemory"),
+        "the log does not say why"
+    );
+    // A copy that fits is made.
+    con.ok(&cmd!("BF.RESERVE", "small", 0.01, 1000));
+    assert_eq!(con.q::<i64>(&cmd!("COPY", "small", "small2")), 1);
+}
+
+/// A copy of a filter over `bf-max-filter-memory` (lowered after the source was made) is
+/// refused as its creation would be.
+#[test]
+fn a_copy_past_the_filter_limit_is_refused() {
+    require_own_server!();
+    let s = Server::start();
+    let mut con = s.conn();
+    con.ok(&cmd!("BF.RESERVE", "f", 0.01, 1_000_000));
+    con.ok(&cmd!("CF.RESERVE", "c", 1_000_000));
+    con.ok(&cmd!("CONFIG", "SET", "bf.bf-max-filter-memory", "64kb"));
+    for (source, copy) in [("f", "f2"), ("c", "c2")] {
+        con.err_text(&cmd!("COPY", source, copy));
+        assert!(!common::key_exists(&mut con, copy));
+    }
+    assert!(s.log().contains("bf-max-filter-memory"));
+    con.ok(&cmd!("CONFIG", "SET", "bf.bf-max-filter-memory", "4gb"));
+    assert_eq!(con.q::<i64>(&cmd!("COPY", "f", "f2")), 1);
+}
+
+/// The copy of a reserved filter with a few items is as lazy as its source: its untouched
+/// pages are not written (used to make the whole copy resident), and it answers alike.
+#[test]
+fn a_copy_stays_as_lazy_as_its_source() {
+    require_own_server!();
+    let s = Server::start();
+    let mut con = s.conn();
+    con.ok(&cmd!("BF.RESERVE", "big", 0.001, 150_000_000u64));
+    con.ok(&cmd!("CF.RESERVE", "cbig", 200_000_000u64));
+    let items = common::items("lazy", 100);
+    common::madd(&mut con, "big", &items);
+    for it in &items {
+        con.q::<i64>(&cmd!("CF.ADD", "cbig", it.as_slice()));
+    }
+    let before = rss(&mut con);
+    let start = std::time::Instant::now();
+    assert_eq!(con.q::<i64>(&cmd!("COPY", "big", "big2")), 1);
+    assert_eq!(con.q::<i64>(&cmd!("COPY", "cbig", "cbig2")), 1);
+    let took = start.elapsed();
+    let grown = rss(&mut con) - before;
+    // 270 MB and 200 MB copied; 100 items touch at most 200 pages each.
+    assert!(grown < 20 << 20, "used_memory_rss grew by {grown} bytes");
+    eprintln!("two copies: {took:?}, {grown} bytes resident");
+    assert_eq!(
+        common::digest(&mut con, "big2"),
+        common::digest(&mut con, "big")
+    );
+    assert_eq!(
+        common::digest(&mut con, "cbig2"),
+        common::digest(&mut con, "cbig")
+    );
+    let mut probe = items.clone();
+    probe.extend(common::items("stranger", 100));
+    assert_eq!(
+        common::mexists(&mut con, "big2", &probe),
+        common::mexists(&mut con, "big", &probe)
+    );
+}

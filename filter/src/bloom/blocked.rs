@@ -366,14 +366,9 @@ impl BlockedLayer {
     }
 
     /// A deep copy, reporting allocation failure instead of aborting.
+    /// A deep copy as lazy as the layer (`zeroed::try_copy_sparse`).
     pub fn try_clone(&self) -> Result<Self, FilterError> {
-        let mut blocks = Vec::new();
-        blocks
-            .try_reserve_exact(self.blocks.len())
-            .map_err(|_| FilterError::OutOfMemory {
-                bytes: self.bytes(),
-            })?;
-        blocks.extend_from_slice(&self.blocks);
+        let blocks = crate::zeroed::try_copy_sparse(&self.blocks, self.set_bits == 0)?;
         Ok(BlockedLayer {
             meta: self.meta,
             blocks,

@@ -480,13 +480,17 @@ impl CuckooFilter {
     pub fn try_clone(&self) -> Result<Self, FilterError> {
         let mut subs = try_vec(self.subs.len())?;
         for s in &self.subs {
-            let mut slots = try_vec(s.slots.len())?;
-            // Before the copy writes every page, so that they fault in huge at once.
-            crate::zeroed::advise_huge_pages(&slots);
-            slots.extend_from_slice(&s.slots);
+            // As lazy as the source; huge pages asked for at the same load as the source's.
+            let slots = crate::zeroed::try_copy_sparse(&s.slots, s.occupied == 0)?;
+            let huge_at = if s.occupied < s.huge_at {
+                s.huge_at
+            } else {
+                crate::zeroed::advise_huge_pages(&slots);
+                u64::MAX
+            };
             subs.push(SubFilter {
                 slots,
-                huge_at: u64::MAX,
+                huge_at,
                 ..*s
             });
         }

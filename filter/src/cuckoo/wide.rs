@@ -548,13 +548,17 @@ impl WideFilter {
     pub fn try_clone(&self) -> Result<Self, FilterError> {
         let mut subs = try_vec(self.subs.len())?;
         for s in &self.subs {
-            let mut bytes = try_vec(s.bytes.len())?;
-            // Before the copy writes every page, so that they fault in huge at once.
-            crate::zeroed::advise_huge_pages(&bytes);
-            bytes.extend_from_slice(&s.bytes);
+            // As lazy as the source; huge pages asked for at the same load as the source's.
+            let bytes = crate::zeroed::try_copy_sparse(&s.bytes, s.occupied == 0)?;
+            let huge_at = if s.occupied < s.huge_at {
+                s.huge_at
+            } else {
+                crate::zeroed::advise_huge_pages(&bytes);
+                u64::MAX
+            };
             subs.push(WideSub {
                 bytes,
-                huge_at: u64::MAX,
+                huge_at,
                 ..*s
             });
         }
