@@ -71,6 +71,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         log::warning(Some(ctx), &format!("layerbloom: {why}"));
         return Status::Err;
     }
+    config::read_databases(ctx);
     // The sizing model's tables and shapes are built on first use (milliseconds each): build
     // the default filter's whole ladder of layer rates now, while the server loads, rather
     // than inside the first command that creates, grows or reports on such a filter.

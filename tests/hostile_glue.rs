@@ -239,3 +239,64 @@ fn a_copy_stays_as_lazy_as_its_source() {
         common::mexists(&mut con, "big", &probe)
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// 7. Eviction policies with nothing to evict
+// ---------------------------------------------------------------------------------------------
+
+const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+/// Under `volatile-*` with no key that has a TTL, Redis can evict nothing: a creation past
+/// what is left under `maxmemory` is refused as under `noeviction` (it used to be accepted,
+/// taking used memory far past maxmemory). With a key that has a TTL, or under `allkeys-*`,
+/// Redis makes room as for any write, and the creation is accepted.
+#[test]
+fn a_creation_is_refused_when_the_eviction_policy_has_nothing_to_evict() {
+    require_own_server!();
+    let s = Server::builder()
+        .config("maxmemory", "200mb")
+        .config("maxmemory-policy", "volatile-lru")
+        .start();
+    let mut con = s.conn();
+    // About 150 MB of keys without a TTL.
+    con.ok(&cmd!("DEBUG", "POPULATE", 140_000, "plain", 1000));
+    let used = common::used_memory(&mut con);
+    assert!(used > 140 << 20, "used_memory {used}");
+    // About 96 MB and 128 MB: past what is left.
+    let creations = [
+        cmd!("BF.RESERVE", "mid", 0.01, 80_000_000u64),
+        cmd!("BF.INSERT", "ins", "CAPACITY", 80_000_000u64, "ITEMS", "a"),
+        cmd!("CF.RESERVE", "cmid", 120_000_000u64),
+    ];
+    for policy in [
+        "volatile-lru",
+        "volatile-ttl",
+        "volatile-random",
+        "noeviction",
+    ] {
+        con.ok(&cmd!("CONFIG", "SET", "maxmemory-policy", policy));
+        for c in &creations {
+            let err = con.err_text(c);
+            assert_eq!(err, OOM, "{policy}: {}", common::show(c));
+        }
+        assert_eq!(con.q::<i64>(&cmd!("EXISTS", "mid", "ins", "cmid")), 0);
+    }
+    let grown = common::used_memory(&mut con) - used;
+    assert!(grown < 4 << 20, "used_memory grew by {grown} bytes");
+    // Small creations still fit.
+    con.ok(&cmd!("BF.RESERVE", "small", 0.01, 1000));
+    // A key with a TTL: Redis can evict, as under allkeys-*: accepted (Redis evicts after).
+    for (policy, ttl_key) in [("volatile-lru", true), ("allkeys-lru", false)] {
+        con.ok(&cmd!("CONFIG", "SET", "maxmemory-policy", policy));
+        if ttl_key {
+            con.ok(&cmd!("SET", "ttl", "v", "EX", 1000));
+        }
+        con.ok(&cmd!(
+            "BF.RESERVE",
+            format!("mid-{policy}"),
+            0.01,
+            80_000_000u64
+        ));
+        con.q::<i64>(&cmd!("DEL", format!("mid-{policy}")));
+    }
+}
