@@ -182,11 +182,14 @@ fn check_error_rate(text: &[u8]) -> Result<f64, &'static str> {
 /// Sets the error rate and the text `CONFIG GET` answers.
 fn store_error_rate(rate: f64, text: &[u8]) {
     if rate > MAX_ERROR_RATE {
-        crate::log::warning(
+        // CONFIG SET may be repeated: the same budget as a creation's lowered rate.
+        crate::log_limit::error_rate_warning(
             None,
             &format!(
-            "layerbloom: error rate {rate} is above {MAX_ERROR_RATE}; filters will use {MAX_ERROR_RATE}"
-        ));
+                "layerbloom: error rate {rate} is above {MAX_ERROR_RATE}; filters will use \
+                 {MAX_ERROR_RATE}"
+            ),
+        );
     }
     ERROR_RATE.store(rate.to_bits(), Ordering::Relaxed);
     // Configs are only read and written on the main thread: the old string, once swapped

@@ -50,7 +50,7 @@ const ALLOCATOR: Allocator = std::alloc::System;
 
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     std::panic::set_hook(Box::new(|info| {
-        log::warning(None, &format!("layerbloom: panic: {info}"));
+        log_limit::internal_error(&format!("layerbloom: panic: {info}"));
     }));
     let missing = raw_api::missing_core_functions();
     if !missing.is_empty() {

@@ -78,6 +78,7 @@ static CF_CAPACITY: Budget = Budget::new(
 );
 static ERROR_RATE: Budget = Budget::new("warnings of error rates above a quarter");
 static COPY: Budget = Budget::new("warnings of refused COPY commands");
+static INTERNAL: Budget = Budget::new("lines about internal errors (panics caught)");
 static LOAD: Budget =
     Budget::new("warnings of values a client's RESTORE brought (refused, or items recounted)");
 
@@ -97,8 +98,8 @@ pub fn cf_capacity_warning(ctx: &Context, message: &str) {
 }
 
 /// Writes a warning that an error rate was lowered to the maximum, within its own budget.
-pub fn error_rate_warning(ctx: &Context, message: &str) {
-    ERROR_RATE.warning(Some(ctx), message);
+pub fn error_rate_warning(ctx: Option<&Context>, message: &str) {
+    ERROR_RATE.warning(ctx, message);
 }
 
 /// Writes why a COPY was refused, within its own budget (the copy callback has no context).
@@ -115,6 +116,12 @@ pub fn load_warning(from_client: bool, message: &str) {
     } else {
         crate::log::warning(None, message);
     }
+}
+
+/// Writes a line about a caught panic within its own budget: if a client's input could cause
+/// one (a bug), repeating it must not fill the disk.
+pub fn internal_error(message: &str) {
+    INTERNAL.warning(None, message);
 }
 
 /// Capacity warnings left out of the log since the server started.

@@ -300,3 +300,53 @@ fn a_creation_is_refused_when_the_eviction_policy_has_nothing_to_evict() {
         con.q::<i64>(&cmd!("DEL", format!("mid-{policy}")));
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// 8. Log lines a client can repeat
+// ---------------------------------------------------------------------------------------------
+
+/// Lines of the server log that contain `text`.
+fn log_lines(s: &Server, text: &str) -> usize {
+    s.log().lines().filter(|l| l.contains(text)).count()
+}
+
+/// Refused RESTOREs and accepted RESTOREs whose item total is repaired each wrote a line:
+/// thousands of them wrote thousands of lines. They go through a rate limit now (at most 10
+/// a second of each kind, and one line saying how many were left out).
+#[test]
+fn restores_a_client_repeats_write_a_bounded_number_of_log_lines() {
+    require_own_server!();
+    let s = Server::start();
+    let mut con = s.conn();
+    let chain = common::RbChain::sample();
+    // Refused: 0 layers.
+    let mut refused = chain.clone();
+    refused.layers.clear();
+    let refused = refused.payload(4);
+    // Accepted, with an item total that is not the layers' sum (RedisBloom's loader keeps it;
+    // layerbloom recounts and says so).
+    let mut odd = chain.clone();
+    odd.items = 7;
+    let odd = odd.payload(4);
+    let n = 2000;
+    let mut pipe = redis::pipe();
+    for i in 0..n {
+        pipe.cmd("RESTORE")
+            .arg(format!("bad{i}"))
+            .arg(0)
+            .arg(refused.as_slice())
+            .ignore();
+        pipe.cmd("RESTORE")
+            .arg(format!("odd{i}"))
+            .arg(0)
+            .arg(odd.as_slice())
+            .ignore();
+    }
+    let _: redis::RedisResult<()> = pipe.query(&mut con);
+    assert_eq!(con.q::<i64>(&cmd!("EXISTS", "bad0", "odd0")), 1, "premise");
+    common::assert_pong(&mut con);
+    let lines = log_lines(&s, "layerbloom:");
+    // At most 10 a second per kind; the run takes a few seconds at most.
+    assert!(lines < 200, "{lines} log lines for {} RESTOREs", 2 * n);
+    eprintln!("{lines} log lines for {} RESTOREs", 2 * n);
+}

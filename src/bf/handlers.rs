@@ -82,7 +82,7 @@ fn cap_error_rate(
 ) -> FilterSpec {
     if spec.error > args::MAX_ERROR_RATE && !is_from_redisbloom(flags) {
         crate::log_limit::error_rate_warning(
-            ctx,
+            Some(ctx),
             &format!(
                 "layerbloom: filter '{}' asked for error rate {}; it uses {} (the maximum)",
                 crate::log::key_name(key.as_slice()),
