@@ -350,3 +350,41 @@ fn restores_a_client_repeats_write_a_bounded_number_of_log_lines() {
     assert!(lines < 200, "{lines} log lines for {} RESTOREs", 2 * n);
     eprintln!("{lines} log lines for {} RESTOREs", 2 * n);
 }
+
+// ---------------------------------------------------------------------------------------------
+// 10. Small things
+// ---------------------------------------------------------------------------------------------
+
+/// CF.SCANDUMP checks its iterator before the key, as RedisBloom does: `CF.SCANDUMP <missing>
+/// -1` is `Invalid position` (it was `not found`), on a key of another type too.
+#[test]
+fn cf_scandump_checks_the_iterator_before_the_key_as_redisbloom_does() {
+    require_own_server!();
+    let Some(rb) = redisbloom_or_skip(Server::builder()) else {
+        return;
+    };
+    let lb = Server::start();
+    let mut answers = Vec::new();
+    for s in [&rb, &lb] {
+        let mut con = s.conn();
+        con.ok(&cmd!("SET", "str", "v"));
+        con.ok(&cmd!("CF.RESERVE", "c", 100));
+        let mut got = Vec::new();
+        for key in ["missing", "str", "c"] {
+            for it in ["-1", "abc", "0", "99999999"] {
+                let v = con.raw(&cmd!("CF.SCANDUMP", key, it));
+                got.push(format!(
+                    "{key} {it}: {:?}",
+                    error_of(&v).unwrap_or_default()
+                ));
+            }
+        }
+        answers.push(got);
+    }
+    assert_eq!(answers[1], answers[0]);
+    assert!(
+        answers[1][0].contains("Invalid position"),
+        "{:?}",
+        answers[1]
+    );
+}
