@@ -99,7 +99,11 @@ fn a_replica_of_redisbloom_keeps_the_error_rates_it_is_sent() {
 #[test]
 fn a_redisbloom_aof_keeps_its_error_rates() {
     require_own_server!();
-    let Some(rb) = redisbloom_or_skip(Server::builder().command_aof()) else {
+    let Some(rb) = redisbloom_or_skip(
+        Server::builder()
+            .command_aof()
+            .config("appendfsync", "always"),
+    ) else {
         return;
     };
     let mut p = rb.conn();
@@ -120,9 +124,11 @@ fn a_redisbloom_aof_keeps_its_error_rates() {
 #[test]
 fn a_layerbloom_primary_replicates_the_rate_it_used() {
     require_own_server!();
+    // appendfsync always: the AOF is on disk when it is copied (everysec may hold writes).
     let primary = Server::builder()
         .module_args(&["bf-layout", "classic"])
         .command_aof()
+        .config("appendfsync", "always")
         .start();
     let replica = Server::builder().replica_of(&primary).start();
     common::wait_for_link(&replica);
