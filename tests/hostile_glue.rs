@@ -394,3 +394,56 @@ fn cf_scandump_checks_the_iterator_before_the_key_as_redisbloom_does() {
         answers[1]
     );
 }
+
+/// The README's example session (the fenced block that starts with `$ redis-cli`), run
+/// command by command through `redis-cli` against a fresh server: every reply must read as
+/// the README shows it, so its figures (Size, HEALTH) cannot drift.
+#[test]
+fn the_readme_session_answers_as_the_readme_shows() {
+    require_own_server!();
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    let block: Vec<&str> = readme
+        .split("```")
+        .skip(1)
+        .step_by(2)
+        .find(|b| b.trim_start().starts_with("$ redis-cli"))
+        .expect("the README has a session starting with `$ redis-cli`")
+        .lines()
+        .skip_while(|l| !l.starts_with("127.0.0.1:6379> "))
+        .collect();
+    let s = Server::start();
+    let mut steps: Vec<(String, Vec<String>)> = Vec::new();
+    for line in block {
+        match line.strip_prefix("127.0.0.1:6379> ") {
+            Some(command) => steps.push((command.to_string(), Vec::new())),
+            None if !line.is_empty() => steps.last_mut().unwrap().1.push(line.to_string()),
+            None => {}
+        }
+    }
+    assert!(steps.len() >= 10, "{} commands found", steps.len());
+    let mut diffs = Vec::new();
+    for (command, shown) in &steps {
+        let out = std::process::Command::new("redis-cli")
+            .args(["-p", &s.port().to_string(), "--no-raw"])
+            .args(command.split_whitespace())
+            .output()
+            .expect("redis-cli runs");
+        let got: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        if &got != shown {
+            diffs.push(format!(
+                "{command}\nREADME:\n{}\nserver:\n{}",
+                shown.join("\n"),
+                got.join("\n")
+            ));
+        }
+    }
+    assert!(
+        diffs.is_empty(),
+        "README session differs:\n{}",
+        diffs.join("\n\n")
+    );
+}
