@@ -548,13 +548,14 @@ impl WideFilter {
     pub fn try_clone(&self) -> Result<Self, FilterError> {
         let mut subs = try_vec(self.subs.len())?;
         for s in &self.subs {
-            // As lazy as the source; huge pages asked for at the same load as the source's.
+            // As lazy as the source; huge pages asked for now if they were for the source
+            // (its mark is then spent: `u64::MAX`), else at the same load as the source's.
             let bytes = crate::zeroed::try_copy_sparse(&s.bytes, s.occupied == 0)?;
-            let huge_at = if s.occupied < s.huge_at {
-                s.huge_at
-            } else {
+            let huge_at = if s.huge_at == u64::MAX || s.occupied >= s.huge_at {
                 crate::zeroed::advise_huge_pages(&bytes);
                 u64::MAX
+            } else {
+                s.huge_at
             };
             subs.push(WideSub {
                 bytes,
