@@ -55,7 +55,7 @@ def start():
     d = tempfile.mkdtemp(prefix="bench-hostile-")
     p = subprocess.Popen([SERVER, "--port", str(PORT), "--dir", d, "--save", "", "--appendonly", "no",
                           "--loadmodule", MODULE, "--slowlog-log-slower-than", "0",
-                          "--slowlog-max-len", "300000"],
+                          "--slowlog-max-len", "300000", "--logfile", os.path.join(d, "redis.log")],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(100):
         try:
@@ -220,6 +220,63 @@ def attack_window_64_slices_of_layers(c):
     return c.q("BF.INFO", "w", "FILTERS")
 
 
+# Issue 23, items 6 to 8.
+def used_mib(c):
+    info = c.q("INFO", "memory").decode()
+    return int(info.split("used_memory:")[1].split()[0]) >> 20
+
+
+def attack_copy_past_maxmemory(c):
+    c.q("CONFIG", "SET", "maxmemory", "2gb")
+    c.q("BF.RESERVE", "big", 0.001, 600000000)
+    before = used_mib(c)
+    r = c.q("COPY", "big", "big2")
+    return f"used {before} -> {used_mib(c)} MiB; {r}"
+
+
+def attack_volatile_nothing_to_evict(c):
+    c.q("CONFIG", "SET", "maxmemory", "200mb")
+    c.q("CONFIG", "SET", "maxmemory-policy", "volatile-lru")
+    c.pipeline([("SET", f"plain:{i}", "v" * 1000) for i in range(140000)])
+    c.q("SLOWLOG", "RESET")
+    before = used_mib(c)
+    r = c.q("BF.RESERVE", "mid", 0.01, 80000000)
+    return f"used {before} -> {used_mib(c)} MiB; {r}"
+
+
+def crc64_jones(data):
+    table = []
+    for i in range(256):
+        crc = i
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x95AC9329AC4BC9B5 if crc & 1 else crc >> 1
+        table.append(crc)
+    crc = 0
+    for b in data:
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc
+
+
+def log_lines(c):
+    d = c.q("CONFIG", "GET", "dir")[1].decode()
+    with open(os.path.join(d, "redis.log"), errors="replace") as f:
+        return sum(1 for line in f if "layerbloom:" in line)
+
+
+def attack_refused_restores(c):
+    c.q("CONFIG", "SET", "rdbcompression", "no")
+    c.q("BF.RESERVE", "k", 0.01, 100)
+    dump = c.q("DUMP", "k")
+    magic = header_of(c, "k")[:8]
+    at = dump.index(magic)
+    body = bytearray(dump[:-8])
+    body[at] ^= 0xFF  # a bad magic: the module refuses the value
+    bad = bytes(body) + crc64_jones(bytes(body)).to_bytes(8, "little")
+    before = log_lines(c)
+    c.pipeline([("RESTORE", f"r{i}", 0, bad) for i in range(20000)])
+    return f"{c.q('RESTORE', 'last', 0, bad)}; {log_lines(c) - before} log lines"
+
+
 ATTACKS = [
     ("BF.RESERVE of a 3 GB filter", attack_reserve_3g),
     ("BF.RESERVE of 300M items", attack_reserve_300m),
@@ -237,6 +294,9 @@ ATTACKS = [
     ("CF.LOADCHUNK 38-byte header of 1024 sub-filters of 1 MB", attack_cf_loadchunk_subs_under_1m),
     ("CF.DEL / CF.COMPACT past 1023 full 255-slot sub-filters", attack_cf_compaction_past_full),
     ("BF.MADD into 64 slices of one-item layers, EXISTS, MEXISTS", attack_window_64_slices_of_layers),
+    ("COPY of a lazy 1.3 GB filter under maxmemory 2gb", attack_copy_past_maxmemory),
+    ("BF.RESERVE 96 MB, volatile-lru, no TTL keys, 150 MB used of 200", attack_volatile_nothing_to_evict),
+    ("20 000 refused RESTOREs", attack_refused_restores),
 ]
 
 

@@ -69,6 +69,35 @@ pub fn default_spec() -> FilterSpec {
     }
 }
 
+/// The server's number of databases (`databases`, fixed at startup), read when the module
+/// loads; 16, the server's default, if it cannot be read.
+static DATABASES: AtomicI64 = AtomicI64::new(16);
+
+/// How many databases INFO keyspace may list (`memory`'s eviction check sums them).
+pub fn databases() -> i64 {
+    DATABASES.load(Ordering::Relaxed)
+}
+
+/// Reads `databases` from the server (at load; the setting cannot change afterwards).
+pub fn read_databases(ctx: &redis_module::Context) {
+    use redis_module::RedisValue;
+    let Ok(RedisValue::Array(reply)) = ctx.call("CONFIG", &["GET", "databases"]) else {
+        return;
+    };
+    let value = match reply.get(1) {
+        Some(RedisValue::SimpleString(s)) => s.parse::<i64>().ok(),
+        Some(RedisValue::BulkString(s)) => s.parse::<i64>().ok(),
+        Some(RedisValue::BulkRedisString(s)) => s.to_string().parse::<i64>().ok(),
+        Some(RedisValue::StringBuffer(b)) => {
+            std::str::from_utf8(b).ok().and_then(|s| s.parse().ok())
+        }
+        _ => None,
+    };
+    if let Some(n) = value.filter(|&n| n > 0) {
+        DATABASES.store(n, Ordering::Relaxed);
+    }
+}
+
 /// The layout of new filters.
 pub fn layout() -> Layout {
     if LAYOUT.load(Ordering::Relaxed) == 1 {
@@ -167,11 +196,14 @@ fn check_error_rate(text: &[u8]) -> Result<f64, &'static str> {
 /// Sets the error rate and the text `CONFIG GET` answers.
 fn store_error_rate(rate: f64, text: &[u8]) {
     if rate > MAX_ERROR_RATE {
-        crate::log::warning(
+        // CONFIG SET may be repeated: the same budget as a creation's lowered rate.
+        crate::log_limit::error_rate_warning(
             None,
             &format!(
-            "layerbloom: error rate {rate} is above {MAX_ERROR_RATE}; filters will use {MAX_ERROR_RATE}"
-        ));
+                "layerbloom: error rate {rate} is above {MAX_ERROR_RATE}; filters will use \
+                 {MAX_ERROR_RATE}"
+            ),
+        );
     }
     ERROR_RATE.store(rate.to_bits(), Ordering::Relaxed);
     // Configs are only read and written on the main thread: the old string, once swapped

@@ -158,13 +158,19 @@ fn checked<T>(io: &Io, value: T) -> Result<T, CodecError> {
 /// it runs comes from its primary, which accepted it): copies accept what the primary did.
 pub(crate) fn restore_limits(io: &Io) -> Option<Limits> {
     let flags = io.context_flags()?;
-    if flags.intersects(crate::memory::EXEMPT | ContextFlags::SLAVE) {
+    if !is_client_restore(&flags) {
         return None;
     }
     Some(Limits::for_creation(
         &flags,
         crate::config::max_filter_memory(),
     ))
+}
+
+/// Whether a load runs a client's RESTORE (the server is neither loading nor a replica): what
+/// it logs then is rate-limited (`log_limit::load_warning`), since the client may repeat it.
+pub(crate) fn is_client_restore(flags: &ContextFlags) -> bool {
+    !flags.intersects(crate::memory::EXEMPT | ContextFlags::SLAVE)
 }
 
 /// A client's RESTORE may not bring a filter of more layers than a filter may grow to; one
@@ -198,8 +204,8 @@ fn load_value(io: &mut Io, encver: c_int) -> Result<ScalableFilter, String> {
         let (filter, warnings) =
             codec::decode_redisbloom_value_within(io, encver, budget).map_err(|e| e.to_string())?;
         for warning in warnings {
-            crate::log::warning(
-                None,
+            crate::log_limit::load_warning(
+                limits.is_some(),
                 &format!(
                 "layerbloom: a RedisBloom filter (encoding version {encver}) loaded with: {warning}"
             ),
@@ -217,8 +223,8 @@ fn load_value(io: &mut Io, encver: c_int) -> Result<ScalableFilter, String> {
     let (header, warnings) =
         codec::decode_rdb_header(header.as_slice()).map_err(|e| e.to_string())?;
     for warning in warnings {
-        crate::log::warning(
-            None,
+        crate::log_limit::load_warning(
+            limits.is_some(),
             &format!("layerbloom: a filter loaded with: {warning}"),
         );
     }

@@ -108,8 +108,8 @@ extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_vo
             .map(|_| crate::clock::now_ms());
         let (filter, warnings) = codec::load_rdb(io, budget, clock).map_err(|e| e.to_string())?;
         for warning in warnings {
-            crate::log::warning(
-                None,
+            crate::log_limit::load_warning(
+                budget.is_some(),
                 &format!("layerbloom: a windowed filter loaded with: {warning}"),
             );
         }

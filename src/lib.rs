@@ -47,7 +47,7 @@ const ALLOCATOR: Allocator = std::alloc::System;
 
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     std::panic::set_hook(Box::new(|info| {
-        log::warning(None, &format!("layerbloom: panic: {info}"));
+        log_limit::internal_error(&format!("layerbloom: panic: {info}"));
     }));
     let missing = raw_api::missing_core_functions();
     if !missing.is_empty() {
@@ -83,6 +83,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         log::warning(Some(ctx), &format!("layerbloom: {why}"));
         return Status::Err;
     }
+    config::read_databases(ctx);
     // The sizing model's tables and shapes are built on first use (milliseconds each): build
     // the default filter's whole ladder of layer rates now, while the server loads, rather
     // than inside the first command that creates, grows or reports on such a filter.

@@ -1,5 +1,6 @@
 //! Server-wide budgets for the warnings a client can cause in the log: capacity warnings (Bloom
-//! and cuckoo, each its own budget), and error rates lowered to the maximum. Every crossing of the warning threshold is a keyspace
+//! and cuckoo, each its own budget), error rates lowered to the maximum, refused COPY commands,
+//! and values a client's RESTORE brought (refused or repaired). Every crossing of the warning threshold is a keyspace
 //! event and is counted in `INFO bf`, but a client that fills many tiny filters (or one filter
 //! with EXPANSION 1) crosses once per add, and one that creates filters at an error rate of
 //! 0.5 warns once per creation: a line each would let it fill the disk. At most
@@ -42,14 +43,14 @@ impl Budget {
     }
 
     /// Writes `message` if this second's budget allows, else counts it as left out.
-    fn warning(&self, ctx: &Context, message: &str) {
+    fn warning(&self, ctx: Option<&Context>, message: &str) {
         let now = second_now();
         if self.window.swap(now, Ordering::Relaxed) != now {
             self.lines.store(0, Ordering::Relaxed);
             let pending = self.pending.swap(0, Ordering::Relaxed);
             if pending > 0 {
                 crate::log::warning(
-                    Some(ctx),
+                    ctx,
                     &format!(
                         "layerbloom: {pending} {} were not logged (at most {LINES_PER_SECOND} a \
                          second are)",
@@ -59,7 +60,7 @@ impl Budget {
             }
         }
         if self.lines.fetch_add(1, Ordering::Relaxed) < LINES_PER_SECOND {
-            crate::log::warning(Some(ctx), message);
+            crate::log::warning(ctx, message);
         } else {
             self.pending.fetch_add(1, Ordering::Relaxed);
             self.suppressed.fetch_add(1, Ordering::Relaxed);
@@ -76,6 +77,10 @@ static CF_CAPACITY: Budget = Budget::new(
      cf.capacity keyspace events report each)",
 );
 static ERROR_RATE: Budget = Budget::new("warnings of error rates above a quarter");
+static COPY: Budget = Budget::new("warnings of refused COPY commands");
+static INTERNAL: Budget = Budget::new("lines about internal errors (panics caught)");
+static LOAD: Budget =
+    Budget::new("warnings of values a client's RESTORE brought (refused, or items recounted)");
 
 fn second_now() -> u64 {
     static START: OnceLock<Instant> = OnceLock::new();
@@ -84,17 +89,39 @@ fn second_now() -> u64 {
 
 /// Writes a capacity warning if this second's budget allows, else counts it as suppressed.
 pub fn capacity_warning(ctx: &Context, message: &str) {
-    CAPACITY.warning(ctx, message);
+    CAPACITY.warning(Some(ctx), message);
 }
 
 /// Writes a cuckoo filter's capacity warning within its own budget.
 pub fn cf_capacity_warning(ctx: &Context, message: &str) {
-    CF_CAPACITY.warning(ctx, message);
+    CF_CAPACITY.warning(Some(ctx), message);
 }
 
 /// Writes a warning that an error rate was lowered to the maximum, within its own budget.
-pub fn error_rate_warning(ctx: &Context, message: &str) {
+pub fn error_rate_warning(ctx: Option<&Context>, message: &str) {
     ERROR_RATE.warning(ctx, message);
+}
+
+/// Writes why a COPY was refused, within its own budget (the copy callback has no context).
+pub fn copy_refused(message: &str) {
+    COPY.warning(None, message);
+}
+
+/// Writes a line about a value a load brought (refused, or repaired), within its own budget
+/// when a client's RESTORE caused it; a load from disk, the AOF or a primary writes every
+/// line (their count follows what the server was given to load, not a client's say-so).
+pub fn load_warning(from_client: bool, message: &str) {
+    if from_client {
+        LOAD.warning(None, message);
+    } else {
+        crate::log::warning(None, message);
+    }
+}
+
+/// Writes a line about a caught panic within its own budget: if a client's input could cause
+/// one (a bug), repeating it must not fill the disk.
+pub fn internal_error(message: &str) {
+    INTERNAL.warning(None, message);
 }
 
 /// Capacity warnings left out of the log since the server started.

@@ -2,8 +2,10 @@
 //! deny-oom command runs, so one BF.RESERVE under the limit could still allocate gigabytes
 //! past it. Every command that allocates a layer (creating or growing a filter, a BF.LOADCHUNK
 //! header, a client's RESTORE) is refused with Redis's own OOM error when used memory plus the
-//! new layer would exceed `maxmemory`. Under an eviction policy Redis makes room by evicting
-//! as for any write, so only a layer larger than `maxmemory` itself is refused.
+//! new layer would exceed `maxmemory`. Under an eviction policy that has keys to evict Redis
+//! makes room by evicting as for any write, so only a layer larger than `maxmemory` itself is
+//! refused; under `volatile-*` with no key that has a TTL nothing can be evicted, and the
+//! limit is what is left, as under `noeviction`.
 //!
 //! Commands from the primary and replayed from the AOF (and values loaded while the server is
 //! loading) are never refused: a replica builds what its primary accepted. Adds that cannot
@@ -30,7 +32,7 @@ pub fn headroom(flags: &ContextFlags) -> Option<u64> {
         return None;
     }
     let maxmemory = maxmemory()?;
-    if flags.contains(ContextFlags::EVICTED) {
+    if flags.contains(ContextFlags::EVICTED) && eviction_can_make_room() {
         return Some(maxmemory);
     }
     let ratio = raw_api::used_memory_ratio()?;
@@ -38,6 +40,37 @@ pub fn headroom(flags: &ContextFlags) -> Option<u64> {
     // and AOF buffers, over maxmemory).
     let used = (f64::from(ratio) * maxmemory as f64) as u64;
     Some(maxmemory.saturating_sub(used))
+}
+
+/// Whether the eviction policy has keys it may evict: any key under `allkeys-*`, only keys
+/// with a time to live under `volatile-*` (INFO keyspace's `expires` counts, over every
+/// database). With none, Redis cannot make room and a write past `maxmemory` just passes it:
+/// the headroom is then what is left, as under `noeviction`. Keys with a TTL present count
+/// as room up to `maxmemory` whatever their size (the API tells their number, not their
+/// bytes). A policy that cannot be read keeps the old answer (room).
+fn eviction_can_make_room() -> bool {
+    let Some(policy) = raw_api::server_info_string(c"memory", c"maxmemory_policy") else {
+        return true;
+    };
+    if policy.starts_with("volatile") {
+        keys_with_ttl() > 0
+    } else {
+        policy.starts_with("allkeys")
+    }
+}
+
+/// Keys with a time to live, over every database (INFO keyspace lists the non-empty ones as
+/// `dbN:keys=..,expires=..,avg_ttl=..`).
+fn keys_with_ttl() -> u64 {
+    (0..crate::config::databases())
+        .filter_map(|db| {
+            let field = std::ffi::CString::new(format!("db{db}")).ok()?;
+            let line = raw_api::server_info_string(c"keyspace", &field)?;
+            line.split(',')
+                .find_map(|kv| kv.strip_prefix("expires="))
+                .and_then(|n| n.parse::<u64>().ok())
+        })
+        .sum()
 }
 
 /// `maxmemory` in bytes (0 or unreadable: `None`).
@@ -62,6 +95,20 @@ impl Limits {
             filter,
             memory: headroom(flags),
         }
+    }
+
+    /// The limits of a COPY of a filter, or `None` when none apply: the copy callback has no
+    /// client's context, so the server's own flags tell. A replica (its COPY comes from its
+    /// primary, which accepted it) and a server loading its AOF copy whatever they are sent.
+    pub fn for_copy() -> Option<Self> {
+        let flags = raw_api::server_flags()?;
+        if flags.intersects(EXEMPT | ContextFlags::SLAVE) {
+            return None;
+        }
+        Some(Limits::for_creation(
+            &flags,
+            crate::config::max_filter_bytes(&flags),
+        ))
     }
 
     /// The limits of an add of `items` items to `current`, under the command's context

@@ -430,6 +430,35 @@ pub fn server_info_unsigned(section: &CStr, field: &CStr) -> Option<u64> {
     }
 }
 
+/// A field of an `INFO` section as text (`None`: missing, or no API).
+pub fn server_info_string(section: &CStr, field: &CStr) -> Option<String> {
+    // SAFETY: as in `server_info_unsigned`; the field's C string belongs to the info data
+    // and is copied before that is freed.
+    unsafe {
+        let get = raw::RedisModule_GetServerInfo?;
+        let get_field = raw::RedisModule_ServerInfoGetFieldC?;
+        let free = raw::RedisModule_FreeServerInfo?;
+        let info = get(std::ptr::null_mut(), section.as_ptr());
+        if info.is_null() {
+            return None;
+        }
+        let value = get_field(info, field.as_ptr());
+        let text = (!value.is_null()).then(|| CStr::from_ptr(value).to_string_lossy().into_owned());
+        free(std::ptr::null_mut(), info);
+        text
+    }
+}
+
+/// The server's own context flags (maxmemory, eviction, loading, replica...), for a callback
+/// that has no context (a type's `copy`): no client's flags (REPLICATED, MULTI) among them.
+pub fn server_flags() -> Option<ContextFlags> {
+    // SAFETY: Redis and Valkey read only server state when the context is null.
+    unsafe {
+        let get = raw::RedisModule_GetContextFlags?;
+        Some(ContextFlags::from_bits_truncate(get(std::ptr::null_mut())))
+    }
+}
+
 /// Writes a line to the server log at `level` (`"warning"`, `"notice"`). The text is passed
 /// as the argument of a constant `"%s"` format, never as the format.
 pub fn log(ctx: Option<&Context>, level: &CStr, text: &CStr) {

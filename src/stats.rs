@@ -240,7 +240,7 @@ pub extern "C" fn info_callback(ctx: *mut raw::RedisModuleInfoCtx, for_crash_rep
         }
     }));
     if result.is_err() {
-        crate::log::warning(None, "layerbloom: internal error in the INFO callback");
+        crate::log_limit::internal_error("layerbloom: internal error in the INFO callback");
     }
 }
 

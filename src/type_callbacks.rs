@@ -74,10 +74,9 @@ const FREE_EFFORT_BYTES: u64 = 64 * 1024;
 /// Runs a callback body, logging a panic and returning `fallback` instead of unwinding.
 pub(crate) fn guarded<T>(what: impl Display, fallback: T, body: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| {
-        crate::log::warning(
-            None,
-            &format!("layerbloom: internal error in {what}; see the log above"),
-        );
+        crate::log_limit::internal_error(&format!(
+            "layerbloom: internal error in {what}; see the log above"
+        ));
         fallback
     })
 }
@@ -110,10 +109,17 @@ pub(crate) fn load<V: StoredValue>(
 ) -> *mut c_void {
     // SAFETY: the handle Redis passed to this callback, used only during it.
     let mut io = unsafe { Io::of_callback(rdb) };
+    // A client may send refused RESTOREs without end: their lines share a budget.
+    let from_client = io
+        .context_flags()
+        .is_some_and(|f| crate::datatype::is_client_restore(&f));
     guarded_as::<V, _>("rdb_load", std::ptr::null_mut(), || match decode(&mut io) {
         Ok(value) => into_value(value),
         Err(why) => {
-            crate::log::warning(None, &format!("layerbloom: cannot load a {what}: {why}"));
+            crate::log_limit::load_warning(
+                from_client,
+                &format!("layerbloom: cannot load a {what}: {why}"),
+            );
             std::ptr::null_mut()
         }
     })
@@ -220,10 +226,30 @@ pub(crate) extern "C" fn copy<V: StoredValue>(
 ) -> *mut c_void {
     guarded_as::<V, _>("copy", std::ptr::null_mut(), || {
         // SAFETY: Redis passes a value of this type.
-        match unsafe { self::value::<V>(value) }.clone_value() {
+        let value = unsafe { self::value::<V>(value) };
+        // A copy allocates as much as its source: held to the limits a creation is (it used
+        // to pass maxmemory by the source's size). The server answers a refused copy with its
+        // own error ("module key failed to copy"); the reason goes to the log, rate-limited.
+        if let Some(limits) = crate::memory::Limits::for_copy() {
+            let bytes = value.mem_usage();
+            if bytes > limits.bytes() {
+                let which = if limits.is_memory(limits.bytes()) {
+                    "maxmemory"
+                } else {
+                    "bf-max-filter-memory"
+                };
+                crate::log_limit::copy_refused(&format!(
+                    "layerbloom: COPY refused: the copy would take {bytes} bytes, over what \
+                     {which} leaves ({} bytes)",
+                    limits.bytes()
+                ));
+                return std::ptr::null_mut();
+            }
+        }
+        match value.clone_value() {
             Ok(copy) => into_value(copy),
             Err(e) => {
-                crate::log::warning(None, &format!("layerbloom: COPY failed: {e}"));
+                crate::log_limit::copy_refused(&format!("layerbloom: COPY failed: {e}"));
                 std::ptr::null_mut()
             }
         }

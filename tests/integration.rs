@@ -16,6 +16,7 @@ mod cluster;
 mod commands;
 mod compat;
 mod hostile;
+mod hostile_glue;
 mod hosts;
 mod huge_pages;
 mod limits;

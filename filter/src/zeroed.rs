@@ -11,7 +11,8 @@ use crate::error::FilterError;
 /// Types for which the all-zero byte pattern is a valid value.
 ///
 /// # Safety
-/// Implementors must be plain data whose every field is valid when all its bytes are zero.
+/// Implementors must be plain data whose every field is valid when all its bytes are zero,
+/// without padding, every bit pattern valid (`try_copy_sparse` reads and writes their bytes).
 pub(crate) unsafe trait Zeroable: Sized {}
 
 // SAFETY: zero is a valid `u8`.
@@ -36,6 +37,126 @@ pub(crate) fn try_zeroed_vec<T: Zeroable>(len: u64) -> Result<Vec<T>, FilterErro
     // alignment); its `n` elements are initialised, as all-zero bytes are a valid `T`
     // (`Zeroable`).
     Ok(unsafe { Vec::from_raw_parts(ptr, n, n) })
+}
+
+/// The unit a sparse copy skips when it is all zeros: a page of the kernel's.
+const COPY_PAGE: usize = 4096;
+
+/// A copy of `src` (COPY of a filter) as lazy as its source: a zeroed array (`try_zeroed_vec`)
+/// into which only the pages of `src` holding a non-zero byte are written, so the pages of a
+/// reserved filter no bit was ever set in stay unwritten (and not resident) in the copy too.
+/// `huge`: the copy is hinted for huge pages before it is written (`HugeSchedule::for_copy`).
+/// `empty`: the caller knows `src` is all zeros (no bit set): nothing is read, the copy costs
+/// O(1) whatever its size. Otherwise the pages the kernel says were never written (neither
+/// present nor swapped: they read as zeros) are skipped without being read, since reading
+/// them would fault each in (measured: 3 s for a 1.3 GB layer holding one item); the others
+/// are read once and copied when not all zero.
+pub(crate) fn try_copy_sparse<T: Zeroable + Copy>(
+    src: &[T],
+    empty: bool,
+    huge: bool,
+) -> Result<Vec<T>, FilterError> {
+    let mut copy = try_zeroed_vec::<T>(src.len() as u64)?;
+    if huge {
+        // Before the copy writes its pages, so that they fault in huge at once.
+        advise_huge_pages(&copy);
+    }
+    if empty || src.is_empty() {
+        return Ok(copy);
+    }
+    // SAFETY: `T` is plain data without padding, any bit pattern valid (`Zeroable`): its bytes
+    // are initialised and any bytes written are a valid `T`; both views live only here, and
+    // `copy` is a distinct allocation of the same length.
+    let (from, to) = unsafe {
+        (
+            std::slice::from_raw_parts(src.as_ptr().cast::<u8>(), std::mem::size_of_val(src)),
+            std::slice::from_raw_parts_mut(
+                copy.as_mut_ptr().cast::<u8>(),
+                std::mem::size_of_val(src),
+            ),
+        )
+    };
+    let base = from.as_ptr() as usize;
+    // Page-aligned pieces of the source's addresses (the first and last may be partial).
+    let mut at = 0;
+    let mut pages = PageMap::open();
+    while at < from.len() {
+        let end = ((base + at) / COPY_PAGE + 1) * COPY_PAGE - base;
+        let end = end.min(from.len());
+        let untouched = pages
+            .as_mut()
+            .is_some_and(|p| p.never_written((base + at) / COPY_PAGE));
+        if !untouched && from[at..end].iter().any(|&b| b != 0) {
+            to[at..end].copy_from_slice(&from[at..end]);
+        }
+        at = end;
+    }
+    Ok(copy)
+}
+
+/// `/proc/self/pagemap`, read in batches: whether a page of this process was never written
+/// (not present, not swapped). `None` where it cannot be read (other systems, no /proc):
+/// every page is then read.
+struct PageMap {
+    #[cfg(target_os = "linux")]
+    file: std::fs::File,
+    /// The first page of `entries`.
+    first: usize,
+    entries: Vec<u64>,
+}
+
+/// Pagemap entries read at once (512 KiB of entries cover 256 MiB of pages).
+const PAGEMAP_BATCH: usize = 64 * 1024;
+
+impl PageMap {
+    fn open() -> Option<PageMap> {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: sysconf only reads a constant.
+            if unsafe { libc::sysconf(libc::_SC_PAGESIZE) } != COPY_PAGE as libc::c_long {
+                return None;
+            }
+            let file = std::fs::File::open("/proc/self/pagemap").ok()?;
+            Some(PageMap {
+                file,
+                first: 0,
+                entries: Vec::new(),
+            })
+        }
+        #[cfg(not(target_os = "linux"))]
+        None
+    }
+
+    fn never_written(&mut self, page: usize) -> bool {
+        const PRESENT: u64 = 1 << 63;
+        const SWAPPED: u64 = 1 << 62;
+        if !(self.first..self.first + self.entries.len()).contains(&page) && !self.read(page) {
+            return false;
+        }
+        self.entries[page - self.first] & (PRESENT | SWAPPED) == 0
+    }
+
+    /// Reads the entries from `page` on; false (and nothing known) on failure.
+    #[cfg(target_os = "linux")]
+    fn read(&mut self, page: usize) -> bool {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0u8; PAGEMAP_BATCH * 8];
+        let Ok(n) = self.file.read_at(&mut buf, page as u64 * 8) else {
+            self.entries.clear();
+            return false;
+        };
+        self.first = page;
+        self.entries = buf[..n - n % 8]
+            .chunks_exact(8)
+            .map(|e| u64::from_ne_bytes(e.try_into().unwrap_or_default()))
+            .collect();
+        !self.entries.is_empty()
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn read(&mut self, _page: usize) -> bool {
+        false
+    }
 }
 
 /// Arrays at least this large are backed by huge pages where the kernel allows it.
@@ -120,6 +241,19 @@ impl HugeSchedule {
         HugeSchedule {
             at: writes,
             region: 0,
+        }
+    }
+
+    /// A copy's schedule (COPY of a filter), and whether the copy is hinted before it is
+    /// written: a source whose schedule has begun (past its dense mark, or hinted when it was
+    /// loaded) is copied nearly whole, so the copy is hinted first, faults in huge and has
+    /// nothing left to do; a source not yet dense is copied as sparse as it is and keeps its
+    /// schedule, to be hinted at the same mark.
+    pub(crate) fn for_copy(&self, writes: u64) -> (bool, HugeSchedule) {
+        if self.at != u64::MAX && self.region == 0 && writes < self.at {
+            (false, *self)
+        } else {
+            (true, Self::DONE)
         }
     }
 
@@ -286,6 +420,27 @@ mod tests {
             assert!(b.iter().all(|x| *x == Block::default()));
             assert_eq!(b.as_ptr() as usize % 64, 0);
         }
+    }
+
+    #[test]
+    fn a_sparse_copy_equals_its_source() {
+        let mut src = try_zeroed_vec::<u8>(5 * COPY_PAGE as u64 + 17).unwrap();
+        for at in [0, COPY_PAGE - 1, 3 * COPY_PAGE + 5, src.len() - 1] {
+            src[at] = 0xa5;
+        }
+        assert_eq!(try_copy_sparse(&src, false, false).unwrap(), src);
+        let zeros = try_zeroed_vec::<u8>(3 * COPY_PAGE as u64).unwrap();
+        assert_eq!(try_copy_sparse(&zeros, true, false).unwrap(), zeros);
+        // Large enough to come from fresh pages: some never written, some written.
+        let mut big = try_zeroed_vec::<u8>(64 << 20).unwrap();
+        for at in (0..big.len()).step_by(7_777_777) {
+            big[at] = 1;
+        }
+        assert_eq!(try_copy_sparse(&big, false, false).unwrap(), big);
+        let mut blocks = try_zeroed_vec::<Block>(200).unwrap();
+        blocks[130].0[7] = 1;
+        assert_eq!(try_copy_sparse(&blocks, false, false).unwrap(), blocks);
+        assert!(try_copy_sparse::<u8>(&[], false, false).unwrap().is_empty());
     }
 
     #[test]

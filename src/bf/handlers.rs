@@ -50,7 +50,7 @@ fn store_filter(
 /// or sent by a primary was written by RedisBloom: it is rebuilt as RedisBloom built it, so a
 /// migrated AOF answers exactly as before.
 fn creation_layout(flags: &ContextFlags) -> Layout {
-    if flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING) {
+    if is_from_redisbloom(flags) {
         Layout::Classic
     } else {
         config::layout()
@@ -69,10 +69,20 @@ fn header_strictness(flags: &ContextFlags) -> codec::Strictness {
 }
 
 /// RedisBloom lowers error rates above a quarter; the client is not told, so the log is.
-fn cap_error_rate(ctx: &Context, key: &RedisString, mut spec: FilterSpec) -> FilterSpec {
-    if spec.error > args::MAX_ERROR_RATE {
+/// A creation replayed from the AOF or sent by a primary keeps the rate it carries: layerbloom
+/// replicates its own creations as headers holding the rate it used, so such a command was
+/// written by RedisBloom, which before version 8 did not lower rates; it is built as
+/// RedisBloom built it (classic, `creation_layout`), so the replica or the replayed AOF holds
+/// the primary's filter.
+fn cap_error_rate(
+    ctx: &Context,
+    key: &RedisString,
+    flags: &ContextFlags,
+    mut spec: FilterSpec,
+) -> FilterSpec {
+    if spec.error > args::MAX_ERROR_RATE && !is_from_redisbloom(flags) {
         crate::log_limit::error_rate_warning(
-            ctx,
+            Some(ctx),
             &format!(
                 "layerbloom: filter '{}' asked for error rate {}; it uses {} (the maximum)",
                 crate::log::key_name(key.as_slice()),
@@ -85,12 +95,18 @@ fn cap_error_rate(ctx: &Context, key: &RedisString, mut spec: FilterSpec) -> Fil
     spec
 }
 
+/// Whether a command was replayed from the AOF or sent by a primary.
+fn is_from_redisbloom(flags: &ContextFlags) -> bool {
+    flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
+}
+
 /// The spec of a windowed filter a command creates: its slices are always blocked filters
-/// (RedisBloom cannot read a windowed filter, so its layout buys nothing).
+/// (RedisBloom cannot read a windowed filter, so its layout buys nothing), their rate always
+/// capped (RedisBloom never sent one).
 fn windowed_spec(ctx: &Context, key: &RedisString, spec: FilterSpec) -> FilterSpec {
     FilterSpec {
         layout: Layout::Blocked,
-        ..cap_error_rate(ctx, key, spec)
+        ..cap_error_rate(ctx, key, &ContextFlags::empty(), spec)
     }
 }
 
@@ -112,7 +128,7 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
     }
     let spec = FilterSpec {
         layout: creation_layout(&flags),
-        ..cap_error_rate(ctx, &args[1], spec)
+        ..cap_error_rate(ctx, &args[1], &flags, spec)
     };
     let limits = Limits::for_creation(&flags, config::max_filter_bytes(&flags));
     let filter = ScalableFilter::new(spec, limits.bytes()).map_err(|e| limits.create_error(e))?;
@@ -222,7 +238,7 @@ fn add_items(
             }
             let spec = FilterSpec {
                 layout: creation_layout(flags),
-                ..cap_error_rate(ctx, key_name, spec)
+                ..cap_error_rate(ctx, key_name, flags, spec)
             };
             let limits = Limits::for_creation(flags, config::max_filter_bytes(flags));
             let filter =

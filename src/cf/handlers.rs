@@ -543,9 +543,10 @@ pub fn debug(ctx: &Context, args: &[RedisString]) -> CommandResult {
 
 /// `CF.SCANDUMP key iterator`: `[next, chunk]`, `[0, nil]` when done.
 pub fn scandump(ctx: &Context, args: &[RedisString]) -> CommandResult {
+    // RedisBloom checks the iterator before it looks the key up (unlike BF.SCANDUMP).
+    let it = args::position(args[2].as_slice(), 0)?;
     let key = ctx.open_key(&args[1]);
     let filter = read_filter(&key)?.ok_or(BfError::NotFound)?;
-    let it = args::position(args[2].as_slice(), 0)?;
     let reply = Reply::new(ctx);
     reply.array(2);
     match filter.dump_chunk(it) {

@@ -366,24 +366,17 @@ impl BlockedLayer {
         layer
     }
 
-    /// A deep copy, reporting allocation failure instead of aborting.
+    /// A deep copy as lazy as the layer (`zeroed::try_copy_sparse`), reporting allocation
+    /// failure instead of aborting; a dense layer's copy is in huge pages at once.
     pub fn try_clone(&self) -> Result<Self, FilterError> {
-        let mut blocks = Vec::new();
-        blocks
-            .try_reserve_exact(self.blocks.len())
-            .map_err(|_| FilterError::OutOfMemory {
-                bytes: self.bytes(),
-            })?;
-        // Before the copy writes every page, so that they fault in huge at once (a COPY of
-        // a dense layer was left in 4 KiB pages for good: its dense mark was behind it).
-        advise_huge_pages(&blocks);
-        blocks.extend_from_slice(&self.blocks);
+        let (hint, huge) = self.huge.for_copy(self.meta.items);
+        let blocks = crate::zeroed::try_copy_sparse(&self.blocks, self.set_bits == 0, hint)?;
         Ok(BlockedLayer {
             meta: self.meta,
             blocks,
             set_bits: self.set_bits,
             estimate: self.estimate,
-            huge: HugeSchedule::DONE,
+            huge,
         })
     }
 

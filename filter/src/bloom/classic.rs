@@ -274,14 +274,9 @@ impl ClassicLayer {
         self.set_bits += set;
     }
 
+    /// A deep copy as lazy as the layer (`zeroed::try_copy_sparse`).
     pub fn try_clone(&self) -> Result<Self, FilterError> {
-        let mut bytes = zeroed_bytes(0)?;
-        bytes
-            .try_reserve_exact(self.bytes.len())
-            .map_err(|_| FilterError::OutOfMemory {
-                bytes: self.bytes(),
-            })?;
-        bytes.extend_from_slice(&self.bytes);
+        let bytes = crate::zeroed::try_copy_sparse(&self.bytes, self.set_bits == 0, false)?;
         Ok(ClassicLayer {
             meta: self.meta,
             bytes,

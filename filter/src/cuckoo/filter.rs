@@ -500,15 +500,10 @@ impl CuckooFilter {
     pub fn try_clone(&self) -> Result<Self, FilterError> {
         let mut subs = try_vec(self.subs.len())?;
         for s in &self.subs {
-            let mut slots = try_vec(s.slots.len())?;
-            // Before the copy writes every page, so that they fault in huge at once.
-            crate::zeroed::advise_huge_pages(&slots);
-            slots.extend_from_slice(&s.slots);
-            subs.push(SubFilter {
-                slots,
-                huge: crate::zeroed::HugeSchedule::DONE,
-                ..*s
-            });
+            // As lazy as the source, in huge pages at once if the source is dense.
+            let (hint, huge) = s.huge.for_copy(s.occupied);
+            let slots = crate::zeroed::try_copy_sparse(&s.slots, s.occupied == 0, hint)?;
+            subs.push(SubFilter { slots, huge, ..*s });
         }
         Ok(CuckooFilter { subs, ..*self })
     }

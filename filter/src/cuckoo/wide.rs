@@ -548,15 +548,10 @@ impl WideFilter {
     pub fn try_clone(&self) -> Result<Self, FilterError> {
         let mut subs = try_vec(self.subs.len())?;
         for s in &self.subs {
-            let mut bytes = try_vec(s.bytes.len())?;
-            // Before the copy writes every page, so that they fault in huge at once.
-            crate::zeroed::advise_huge_pages(&bytes);
-            bytes.extend_from_slice(&s.bytes);
-            subs.push(WideSub {
-                bytes,
-                huge: crate::zeroed::HugeSchedule::DONE,
-                ..*s
-            });
+            // As lazy as the source, in huge pages at once if the source is dense.
+            let (hint, huge) = s.huge.for_copy(s.occupied);
+            let bytes = crate::zeroed::try_copy_sparse(&s.bytes, s.occupied == 0, hint)?;
+            subs.push(WideSub { bytes, huge, ..*s });
         }
         Ok(WideFilter { subs, ..*self })
     }
