@@ -45,7 +45,8 @@ const COPY_PAGE: usize = 4096;
 /// A copy of `src` (COPY of a filter) as lazy as its source: a zeroed array (`try_zeroed_vec`)
 /// into which only the pages of `src` holding a non-zero byte are written, so the pages of a
 /// reserved filter no bit was ever set in stay unwritten (and not resident) in the copy too.
-/// `huge`: the copy is hinted for huge pages before it is written (`HugeSchedule::for_copy`).
+/// `huge`: the source is dense (`HugeSchedule::for_copy`): the copy is hinted for huge pages
+/// and written whole.
 /// `empty`: the caller knows `src` is all zeros (no bit set): nothing is read, the copy costs
 /// O(1) whatever its size. Otherwise the pages the kernel says were never written (neither
 /// present nor swapped: they read as zeros) are skipped without being read, since reading
@@ -56,11 +57,20 @@ pub(crate) fn try_copy_sparse<T: Zeroable + Copy>(
     empty: bool,
     huge: bool,
 ) -> Result<Vec<T>, FilterError> {
-    let mut copy = try_zeroed_vec::<T>(src.len() as u64)?;
     if huge {
-        // Before the copy writes its pages, so that they fault in huge at once.
+        // A dense source: nearly every page is written anyway. Reserved, not zeroed (an
+        // allocator may zero over-aligned memory by writing it, in 4 KiB pages), hinted,
+        // then written whole, so that its pages fault in huge at once.
+        let mut copy = Vec::new();
+        copy.try_reserve_exact(src.len())
+            .map_err(|_| FilterError::OutOfMemory {
+                bytes: std::mem::size_of_val(src) as u64,
+            })?;
         advise_huge_pages(&copy);
+        copy.extend_from_slice(src);
+        return Ok(copy);
     }
+    let mut copy = try_zeroed_vec::<T>(src.len() as u64)?;
     if empty || src.is_empty() {
         return Ok(copy);
     }
@@ -211,13 +221,13 @@ pub(crate) const WRITES_PER_COLLAPSE: u64 = 1000;
 /// every `WRITES_PER_COLLAPSE` writes (`MADV_COLLAPSE`, Linux 6.1+), where the system's THP
 /// setting allows huge pages at all. The owner calls `step` when `due` says so: one compare
 /// per write.
+///
+/// One word, as every layer and sub-filter holds one (per-user filters are small): the write
+/// count at which the next step is due in the low 48 bits (`NEVER`: none; 2^48 writes are
+/// far past any filter's), the next region to collapse in the high 16 (a layer of more than
+/// 65,535 regions, 128 GiB, is left to khugepaged past them).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct HugeSchedule {
-    /// The write count at which the next step is due (`u64::MAX`: none).
-    at: u64,
-    /// The next region to collapse, counted from the array's first 2 MiB-aligned one.
-    region: usize,
-}
+pub(crate) struct HugeSchedule(u64);
 
 /// A schedule says nothing about the array's contents: arrays with the same bits are equal
 /// whatever their schedules.
@@ -230,18 +240,26 @@ impl PartialEq for HugeSchedule {
 impl Eq for HugeSchedule {}
 
 impl HugeSchedule {
+    const AT_BITS: u32 = 48;
+    const NEVER: u64 = (1 << Self::AT_BITS) - 1;
+
     /// Nothing left to do: the array was hinted before it was written, or is too small.
-    pub(crate) const DONE: HugeSchedule = HugeSchedule {
-        at: u64::MAX,
-        region: 0,
-    };
+    pub(crate) const DONE: HugeSchedule = HugeSchedule(Self::NEVER);
 
     /// The first step (hint, first collapse) after `writes` writes (`u64::MAX`: never).
     pub(crate) fn dense_at(writes: u64) -> Self {
-        HugeSchedule {
-            at: writes,
-            region: 0,
-        }
+        HugeSchedule(writes.min(Self::NEVER))
+    }
+
+    /// The write count at which the next step is due.
+    #[inline(always)]
+    fn at(&self) -> u64 {
+        self.0 & Self::NEVER
+    }
+
+    /// The next region to collapse, counted from the array's first 2 MiB-aligned one.
+    fn region(&self) -> u64 {
+        self.0 >> Self::AT_BITS
     }
 
     /// A copy's schedule (COPY of a filter), and whether the copy is hinted before it is
@@ -250,7 +268,7 @@ impl HugeSchedule {
     /// nothing left to do; a source not yet dense is copied as sparse as it is and keeps its
     /// schedule, to be hinted at the same mark.
     pub(crate) fn for_copy(&self, writes: u64) -> (bool, HugeSchedule) {
-        if self.at != u64::MAX && self.region == 0 && writes < self.at {
+        if self.at() != Self::NEVER && self.region() == 0 && writes < self.at() {
             (false, *self)
         } else {
             (true, Self::DONE)
@@ -260,7 +278,7 @@ impl HugeSchedule {
     /// Whether a step is due after `writes` writes.
     #[inline(always)]
     pub(crate) fn due(&self, writes: u64) -> bool {
-        writes == self.at
+        writes == self.at()
     }
 
     /// The hint (on the first step) and one region's collapse; the next step is due
@@ -269,12 +287,16 @@ impl HugeSchedule {
     #[cold]
     #[inline(never)]
     pub(crate) fn step<T>(&mut self, v: &Vec<T>, writes: u64) {
-        if self.region == 0 {
+        let region = self.region();
+        if region == 0 {
             advise_huge_pages(v);
         }
-        if collapse_region(v, self.region) {
-            self.region += 1;
-            self.at = writes.saturating_add(WRITES_PER_COLLAPSE);
+        let next = region + 1;
+        if next >> (64 - Self::AT_BITS) == 0 && collapse_region(v, region as usize) {
+            let at = writes
+                .saturating_add(WRITES_PER_COLLAPSE)
+                .min(Self::NEVER - 1);
+            *self = HugeSchedule(next << Self::AT_BITS | at);
         } else {
             *self = Self::DONE;
         }
@@ -441,6 +463,7 @@ mod tests {
         blocks[130].0[7] = 1;
         assert_eq!(try_copy_sparse(&blocks, false, false).unwrap(), blocks);
         assert!(try_copy_sparse::<u8>(&[], false, false).unwrap().is_empty());
+        assert_eq!(try_copy_sparse(&big, false, true).unwrap(), big);
     }
 
     #[test]
