@@ -188,19 +188,20 @@ unsafe impl<A: RawAlloc> GlobalAlloc for ModuleAlloc<A> {
     }
 }
 
-/// Blocks at least this large are never moved by active defragmentation. jemalloc's small
-/// size classes (the ones packed into slabs, which fragment, and the only ones its defrag hint
-/// covers) end at 14 KiB; larger blocks are whole page runs. It is also where over-aligned
-/// blocks may be unpadded (`DIRECT_MIN_BYTES`), whose alignment a move would not keep.
-pub const DEFRAG_MAX_BYTES: usize = 16 << 10;
-const _: () = assert!(DEFRAG_MAX_BYTES <= DIRECT_MIN_BYTES);
+/// Blocks at least this large are never offered to active defragmentation. jemalloc packs
+/// only its small size classes into slabs (which fragment, and which alone its defrag hint
+/// covers): up to 14 KiB with 4 KiB pages, up to 224 KiB with the 64 KiB pages some builds
+/// use (the official Redis 7.4.1 binary here has them); larger blocks are whole page runs.
+pub const DEFRAG_MAX_BYTES: usize = 256 << 10;
 
 /// Moves a block that `ModuleAlloc` returned for `layout` (active defragmentation): `mover`
 /// is offered the block of the underlying allocator (for an over-aligned block, the padded
 /// block before it) and returns where it moved it, its bytes all copied and the old block
 /// freed, or null when it did not move it. Returns the block's new address (with the same
 /// alignment, contents and the bookkeeping `dealloc` reads), or null when it did not move.
-/// Blocks of `DEFRAG_MAX_BYTES` or more are not offered.
+/// Blocks of `DEFRAG_MAX_BYTES` or more are not offered, nor unpadded over-aligned ones
+/// (`DIRECT_MIN_BYTES` and up, aligned by the allocator itself), whose alignment a move would
+/// not keep.
 ///
 /// # Safety
 /// `block` is a live allocation of `ModuleAlloc` for `layout`; `mover` keeps its promise
@@ -216,8 +217,11 @@ pub unsafe fn relocate(
     if !over_aligned(layout.align()) {
         return mover(block);
     }
-    // SAFETY: below `DIRECT_MIN_BYTES` an over-aligned block is always padded (see `alloc`):
-    // its raw pointer is in the 8 bytes before it, and the block lies `old_offset` bytes into
+    if layout.size() >= DIRECT_MIN_BYTES && is_direct(block) {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: an over-aligned block not recorded as unpadded is padded (see `alloc`): its raw
+    // pointer is in the 8 bytes before it, and the block lies `old_offset` bytes into
     // a raw block of `size + align` bytes, which the mover copies whole to `new_raw`. The new
     // offset, computed as `alloc` computes it, is within `8..=align` too, so both the bytes
     // copied to the new offset and the raw pointer written before it stay inside the new raw
@@ -418,7 +422,13 @@ mod tests {
     fn defragmentation_moves_small_blocks_keeping_alignment_contents_and_padding() {
         let raw = EightAligned::default();
         let alloc = ModuleAlloc(&raw);
-        for (size, align) in [(24, 8), (100, 16), (1000, 64), (DEFRAG_MAX_BYTES - 64, 64)] {
+        for (size, align) in [
+            (24, 8),
+            (100, 16),
+            (1000, 64),
+            (DIRECT_MIN_BYTES + 64, 64),
+            (DEFRAG_MAX_BYTES - 64, 64),
+        ] {
             let layout = Layout::from_size_align(size, align).unwrap();
             // SAFETY: non-zero sizes; every block is live while moved and freed once with its
             // layout, at the address the last move returned.
@@ -460,6 +470,22 @@ mod tests {
             }
             assert!(raw.live.borrow().is_empty());
         }
+    }
+
+    #[test]
+    fn defragmentation_leaves_unpadded_over_aligned_blocks_where_they_are() {
+        let raw = PageAlignedLarge::default();
+        let alloc = ModuleAlloc(&raw);
+        let layout = Layout::from_size_align(DIRECT_MIN_BYTES, 64).unwrap();
+        // SAFETY: a non-zero size, freed once with its layout.
+        unsafe {
+            let p = alloc.alloc(layout);
+            assert!(is_direct(p));
+            let moved = relocate(p, layout, |_| panic!("an unpadded block was offered"));
+            assert!(moved.is_null());
+            alloc.dealloc(p, layout);
+        }
+        assert!(raw.live.borrow().is_empty());
     }
 
     #[test]

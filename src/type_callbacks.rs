@@ -176,8 +176,7 @@ pub(crate) extern "C" fn aof_rewrite<V: StoredValue>(
 }
 
 /// The server's `DefragAlloc`.
-type DefragAlloc =
-    unsafe extern "C" fn(*mut raw::RedisModuleDefragCtx, *mut c_void) -> *mut c_void;
+type DefragAlloc = unsafe extern "C" fn(*mut raw::RedisModuleDefragCtx, *mut c_void) -> *mut c_void;
 
 /// Moves blocks with the server's `DefragAlloc`: it asks jemalloc whether a block sits in a
 /// sparsely used slab and, if so, copies it to a new block (bypassing the thread cache, so not
@@ -224,9 +223,10 @@ unsafe impl Relocator for Defragger {
 /// Active defragmentation (`activedefrag yes`, on servers whose jemalloc supports it): every
 /// small heap block of the value, then its box, is offered to `DefragAlloc`, and the value
 /// adopts the blocks that moved. Its bytes, digest and counts are unchanged. A value has a
-/// bounded number of blocks (at most 1024 layers per chain, slices or sub-filters), and blocks
-/// of `DEFRAG_MAX_BYTES` or more are skipped without a call, so the whole value is done at
-/// once: 0 (finished), never resumed with a cursor.
+/// bounded number of blocks (at most 1024 layers per chain, 64 slices, the sub-filters the
+/// memory limit allows), and blocks of `DEFRAG_MAX_BYTES` or more (whole pages) are skipped
+/// without a call, so the whole value is done at once: 0 (finished), never resumed with a
+/// cursor (`DefragShouldStop` is not needed).
 pub(crate) extern "C" fn defrag<V: StoredValue>(
     ctx: *mut raw::RedisModuleDefragCtx,
     _key: *mut raw::RedisModuleString,
