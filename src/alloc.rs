@@ -215,6 +215,62 @@ unsafe impl<A: RawAlloc> GlobalAlloc for ModuleAlloc<A> {
     }
 }
 
+/// Blocks at least this large are never offered to active defragmentation. jemalloc packs
+/// only its small size classes into slabs (which fragment, and which alone its defrag hint
+/// covers): up to 14 KiB with 4 KiB pages, up to 224 KiB with the 64 KiB pages some builds
+/// use (the official Redis 7.4.1 binary here has them); larger blocks are whole page runs.
+pub const DEFRAG_MAX_BYTES: usize = 256 << 10;
+
+/// Moves a block that `ModuleAlloc` returned for `layout` (active defragmentation): `mover`
+/// is offered the block of the underlying allocator (for an over-aligned block, the padded
+/// block before it) and returns where it moved it, its bytes all copied and the old block
+/// freed, or null when it did not move it. Returns the block's new address (with the same
+/// alignment, contents and the bookkeeping `dealloc` reads), or null when it did not move.
+/// Blocks of `DEFRAG_MAX_BYTES` or more are not offered, nor unpadded over-aligned ones
+/// (`DIRECT_MIN_BYTES` and up, aligned by the allocator itself), whose alignment a move would
+/// not keep.
+///
+/// # Safety
+/// `block` is a live allocation of `ModuleAlloc` for `layout`; `mover` keeps its promise
+/// (every byte of the raw block copied, the old one freed, or null and nothing done).
+pub unsafe fn relocate(
+    block: *mut u8,
+    layout: Layout,
+    mover: impl FnOnce(*mut u8) -> *mut u8,
+) -> *mut u8 {
+    if layout.size() >= DEFRAG_MAX_BYTES {
+        return std::ptr::null_mut();
+    }
+    if !over_aligned(layout.align()) {
+        return mover(block);
+    }
+    if layout.size() >= DIRECT_MIN_BYTES && is_direct(block) {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: an over-aligned block not recorded as unpadded is padded (see `alloc`): its raw
+    // pointer is in the 8 bytes before it, and the block lies `old_offset` bytes into
+    // a raw block of `size + align` bytes, which the mover copies whole to `new_raw`. The new
+    // offset, computed as `alloc` computes it, is within `8..=align` too, so both the bytes
+    // copied to the new offset and the raw pointer written before it stay inside the new raw
+    // block; `ptr::copy` allows the overlap.
+    unsafe {
+        let raw_ptr = block.cast::<*mut u8>().sub(1).read();
+        let old_offset = block as usize - raw_ptr as usize;
+        let new_raw = mover(raw_ptr);
+        if new_raw.is_null() {
+            return new_raw;
+        }
+        let new_offset = (new_raw as usize + GUARANTEED_ALIGN).next_multiple_of(layout.align())
+            - new_raw as usize;
+        let aligned = new_raw.add(new_offset);
+        if new_offset != old_offset {
+            std::ptr::copy(new_raw.add(old_offset), aligned, layout.size());
+        }
+        aligned.cast::<*mut u8>().sub(1).write(new_raw);
+        aligned
+    }
+}
+
 /// Zeroing at least this much (four pages) discards the whole pages instead of writing them.
 /// Not more: a filter's pieces (layers, sub-filters, slices' layers) may each be just under
 /// any larger threshold, and 1024 of them just under 1 MiB were 1 GB written and resident for
@@ -362,6 +418,104 @@ mod tests {
             // SAFETY: allocated above with this layout at `ptr - offset`.
             unsafe { std::alloc::dealloc(ptr.sub(offset), layout) };
         }
+    }
+
+    /// What Redis's `DefragAlloc` does with a raw block: a new block of the same size, every
+    /// byte copied, the old one freed. Above 16-byte alignment this one insists on a new block
+    /// whose padding differs (the raw blocks are only 8-aligned, never 16-aligned, so at 16
+    /// the padding is always 8), so the realignment is exercised every time.
+    fn defrag_alloc(raw: &EightAligned, align: usize, old: *mut u8) -> *mut u8 {
+        let size = raw.live.borrow()[&(old as usize)].size() - 8;
+        let offset = |p: *mut u8| (p as usize + 8).next_multiple_of(align) - p as usize;
+        let mut spare = Vec::new();
+        let new = loop {
+            let p = (&raw).alloc(size);
+            if align <= 16 || offset(p) != offset(old) {
+                break p;
+            }
+            spare.push(p);
+            assert!(spare.len() < 1000, "no block of another padding");
+        };
+        // SAFETY: both blocks are live and `size` bytes long; each spare and the old block
+        // are freed once.
+        unsafe {
+            std::ptr::copy_nonoverlapping(old, new, size);
+            for p in spare {
+                (&raw).free(p);
+            }
+            (&raw).free(old);
+        }
+        new
+    }
+
+    #[test]
+    fn defragmentation_moves_small_blocks_keeping_alignment_contents_and_padding() {
+        let raw = EightAligned::default();
+        let alloc = ModuleAlloc(&raw);
+        for (size, align) in [
+            (24, 8),
+            (100, 16),
+            (1000, 64),
+            (DIRECT_MIN_BYTES + 64, 64),
+            (DEFRAG_MAX_BYTES - 64, 64),
+        ] {
+            let layout = Layout::from_size_align(size, align).unwrap();
+            // SAFETY: non-zero sizes; every block is live while moved and freed once with its
+            // layout, at the address the last move returned.
+            unsafe {
+                let mut p = alloc.alloc(layout);
+                for i in 0..size {
+                    p.add(i).write(i as u8);
+                }
+                for _ in 0..3 {
+                    let moved = relocate(p, layout, |b| defrag_alloc(&raw, align.max(8), b));
+                    assert!(!moved.is_null() && moved != p, "size {size}");
+                    p = moved;
+                    assert_eq!(p as usize % align, 0);
+                    assert!((0..size).all(|i| p.add(i).read() == i as u8), "size {size}");
+                }
+                alloc.dealloc(p, layout);
+            }
+            assert!(raw.live.borrow().is_empty(), "freed with the right pointer");
+        }
+    }
+
+    #[test]
+    fn defragmentation_leaves_large_blocks_and_honours_a_refusal() {
+        let raw = EightAligned::default();
+        let alloc = ModuleAlloc(&raw);
+        for (size, align) in [(DEFRAG_MAX_BYTES, 8), (DEFRAG_MAX_BYTES, 64), (64, 64)] {
+            let layout = Layout::from_size_align(size, align).unwrap();
+            // SAFETY: non-zero sizes, freed once with the layout.
+            unsafe {
+                let p = alloc.alloc(layout);
+                let mut offered = false;
+                let moved = relocate(p, layout, |_| {
+                    offered = true;
+                    std::ptr::null_mut()
+                });
+                assert!(moved.is_null());
+                assert_eq!(offered, size < DEFRAG_MAX_BYTES, "size {size}");
+                alloc.dealloc(p, layout);
+            }
+            assert!(raw.live.borrow().is_empty());
+        }
+    }
+
+    #[test]
+    fn defragmentation_leaves_unpadded_over_aligned_blocks_where_they_are() {
+        let raw = PageAlignedLarge::default();
+        let alloc = ModuleAlloc(&raw);
+        let layout = Layout::from_size_align(DIRECT_MIN_BYTES, 64).unwrap();
+        // SAFETY: a non-zero size, freed once with its layout.
+        unsafe {
+            let p = alloc.alloc(layout);
+            assert!(is_direct(p));
+            let moved = relocate(p, layout, |_| panic!("an unpadded block was offered"));
+            assert!(moved.is_null());
+            alloc.dealloc(p, layout);
+        }
+        assert!(raw.live.borrow().is_empty());
     }
 
     #[test]

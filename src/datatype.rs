@@ -5,6 +5,7 @@ use std::ffi::{c_int, c_void, CStr};
 
 use layerbloom_filter::bloom::chain::MAX_LAYERS;
 use layerbloom_filter::bloom::codec::{self, CodecError, FilterLoader, RdbSource};
+use layerbloom_filter::relocate::Relocator;
 use layerbloom_filter::{FilterError, ScalableFilter};
 use redis_module::{native_types::RedisType, raw, ContextFlags};
 
@@ -66,6 +67,14 @@ impl StoredValue for ScalableFilter {
 
     fn clone_value(&self) -> Result<Self, FilterError> {
         self.try_clone()
+    }
+
+    fn relocate(&mut self, to: &mut dyn Relocator) {
+        ScalableFilter::relocate(self, to);
+    }
+
+    fn moved(&self, from: usize) {
+        crate::stats::moved(from, self);
     }
 }
 

@@ -122,6 +122,10 @@ impl StoredValue for AnyFilter {
     fn clone_value(&self) -> Result<Self, FilterError> {
         self.try_clone()
     }
+
+    fn relocate(&mut self, to: &mut dyn layerbloom_filter::relocate::Relocator) {
+        AnyFilter::relocate(self, to);
+    }
 }
 
 /// The `CF.LOADCHUNK` data chunks that rebuild `filter`'s slots after its header: every

@@ -81,6 +81,10 @@ impl StoredValue for WindowedFilter {
     fn clone_value(&self) -> Result<Self, FilterError> {
         self.try_clone()
     }
+
+    fn relocate(&mut self, to: &mut dyn layerbloom_filter::relocate::Relocator) {
+        WindowedFilter::relocate(self, to);
+    }
 }
 
 /// The header that rebuilds `filter` (what a creation replicates as, in `BF.LOADCHUNK key 1`).

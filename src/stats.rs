@@ -153,6 +153,19 @@ pub fn freed(filter: &ScalableFilter) {
     set_over(filter, false);
 }
 
+/// Active defragmentation moved a filter's box from address `from` (see `type_callbacks::
+/// defrag`): its place in the set of filters over the warning threshold moves with it.
+pub fn moved(from: usize, filter: &ScalableFilter) {
+    if OVER_WARNING.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let mut guard = over_set();
+    let set = guard.get_or_insert_with(HashSet::new);
+    if set.remove(&from) {
+        set.insert(address(filter));
+    }
+}
+
 /// A capacity warning was issued.
 pub fn warned() {
     CAPACITY_WARNINGS.fetch_add(1, Ordering::Relaxed);

@@ -1,12 +1,13 @@
 //! The callbacks every module type of this module shares, written once over the value kind it
 //! stores (`StoredValue`): RDB save, AOF rewrite, memory usage, digest, copy, free and free
-//! effort, and the frame of each type's own loader. A panic is caught and logged, never let
+//! effort, active defragmentation, and the frame of each type's own loader. A panic is caught and logged, never let
 //! across the C boundary.
 
 use std::ffi::{c_void, CStr};
 use std::fmt::Display;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use layerbloom_filter::relocate::Relocator;
 use layerbloom_filter::{Allocation, FilterError};
 use redis_module::raw;
 
@@ -35,6 +36,10 @@ pub(crate) trait StoredValue: Sized {
     /// `free_effort`.
     fn free_size(&self) -> (usize, u64);
     fn clone_value(&self) -> Result<Self, FilterError>;
+    /// Offers every heap block the value holds (not its own box) to `to`.
+    fn relocate(&mut self, to: &mut dyn Relocator);
+    /// Active defragmentation moved the value's box from address `from`.
+    fn moved(&self, _from: usize) {}
 }
 
 /// The type methods of a module type storing values of `$value`, with `$rdb_load` its loader
@@ -56,7 +61,7 @@ macro_rules! type_methods {
             free_effort: Some($crate::type_callbacks::free_effort::<$value>),
             unlink: None,
             copy: Some($crate::type_callbacks::copy::<$value>),
-            defrag: None,
+            defrag: Some($crate::type_callbacks::defrag::<$value>),
             mem_usage2: None,
             free_effort2: None,
             unlink2: None,
@@ -173,6 +178,89 @@ pub(crate) extern "C" fn aof_rewrite<V: StoredValue>(
             // SAFETY: `key` is the key Redis passed to this callback.
             unsafe { io.emit_aof_key_int_buffer(V::LOAD_CHUNK, key, it, bytes) }
         });
+    })
+}
+
+/// The server's `DefragAlloc`.
+type DefragAlloc = unsafe extern "C" fn(*mut raw::RedisModuleDefragCtx, *mut c_void) -> *mut c_void;
+
+/// Moves blocks with the server's `DefragAlloc`: it asks jemalloc whether a block sits in a
+/// sparsely used slab and, if so, copies it to a new block (bypassing the thread cache, so not
+/// back into the same slab) and frees the old one; otherwise it returns null and nothing moved.
+/// A copy through the ordinary allocator gains nothing: it lands in the same sparse slabs.
+struct Defragger {
+    ctx: *mut raw::RedisModuleDefragCtx,
+    alloc: DefragAlloc,
+}
+
+impl Defragger {
+    /// Moves a block `ModuleAlloc` made for `layout`, or returns null.
+    ///
+    /// # Safety
+    /// `block` is a live allocation of the module's global allocator for `layout`, which
+    /// nothing else refers to during the call.
+    unsafe fn move_block(&mut self, block: *mut u8, layout: std::alloc::Layout) -> *mut u8 {
+        // SAFETY: the caller's contract for `block`; the mover is `DefragAlloc` on the raw
+        // block underneath (a live block of Redis's allocator, which is what `TryAlloc`
+        // returned): it copies the whole block and frees the old one, or does nothing and
+        // returns null, as `relocate` requires.
+        unsafe {
+            crate::alloc::relocate(block, layout, |raw_block| {
+                (self.alloc)(self.ctx, raw_block.cast()).cast()
+            })
+        }
+    }
+}
+
+// SAFETY: `move_block` returns either null (nothing done) or a block of the module's global
+// allocator for the same layout holding the same bytes, the old one freed (`alloc::relocate`).
+unsafe impl Relocator for Defragger {
+    fn relocate(
+        &mut self,
+        block: std::ptr::NonNull<u8>,
+        layout: std::alloc::Layout,
+    ) -> Option<std::ptr::NonNull<u8>> {
+        // SAFETY: the trait's caller contract: a live block of the global allocator (the
+        // module's) for `layout`, owned by the value being defragmented.
+        std::ptr::NonNull::new(unsafe { self.move_block(block.as_ptr(), layout) })
+    }
+}
+
+/// Active defragmentation (`activedefrag yes`, on servers whose jemalloc supports it): every
+/// small heap block of the value, then its box, is offered to `DefragAlloc`, and the value
+/// adopts the blocks that moved. Its bytes, digest and counts are unchanged. A value has a
+/// bounded number of blocks (at most 1024 layers per chain, 64 slices, the sub-filters the
+/// memory limit allows), and blocks of `DEFRAG_MAX_BYTES` or more (whole pages) are skipped
+/// without a call, so the whole value is done at once: 0 (finished), never resumed with a
+/// cursor (`DefragShouldStop` is not needed).
+pub(crate) extern "C" fn defrag<V: StoredValue>(
+    ctx: *mut raw::RedisModuleDefragCtx,
+    _key: *mut raw::RedisModuleString,
+    value: *mut *mut c_void,
+) -> std::ffi::c_int {
+    guarded_as::<V, _>("defrag", 0, || {
+        // SAFETY: the API table is written once, at load, before any callback runs. Servers
+        // without the function (none of 7.0+ lacks it) get no defragmentation of values.
+        let Some(alloc) = (unsafe { raw::RedisModule_DefragAlloc }) else {
+            return 0;
+        };
+        if value.is_null() {
+            return 0;
+        }
+        let mut to = Defragger { ctx, alloc };
+        // SAFETY: Redis passes, on its main thread, the slot holding a live value of this
+        // type (a `Box<V>` this module made, see `value`), which nothing else uses during the
+        // callback: the value may be changed in place and its box replaced in the slot.
+        unsafe {
+            let stored = *value;
+            (*stored.cast::<V>()).relocate(&mut to);
+            let moved = to.move_block(stored.cast(), std::alloc::Layout::new::<V>());
+            if !moved.is_null() {
+                *value = moved.cast();
+                (*moved.cast::<V>()).moved(stored as usize);
+            }
+        }
+        0
     })
 }
 

@@ -15,6 +15,7 @@ mod clients;
 mod cluster;
 mod commands;
 mod compat;
+mod defrag;
 mod hostile;
 mod hostile_glue;
 mod hosts;

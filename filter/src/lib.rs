@@ -11,6 +11,7 @@ mod fallible;
 pub mod footprint;
 pub mod format;
 pub mod hash;
+pub mod relocate;
 pub mod window;
 mod zeroed;
 

@@ -913,6 +913,10 @@ impl Layer for BlockedLayer {
         Allocation::of_vec(&self.blocks)
     }
 
+    fn relocate(&mut self, to: &mut dyn crate::relocate::Relocator) {
+        crate::relocate::relocate_vec(&mut self.blocks, to);
+    }
+
     fn try_clone(&self) -> Result<Self, FilterError> {
         BlockedLayer::try_clone(self)
     }

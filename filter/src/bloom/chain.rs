@@ -15,6 +15,7 @@ use crate::bloom::layer::{Allocation, Layer, LayerPlan, LayerSummary};
 use crate::bloom::sizing::SizingError;
 use crate::error::FilterError;
 use crate::fallible::{try_push, try_vec};
+use crate::relocate::{relocate_vec, Relocator};
 
 /// How much tighter each new layer's error rate is than the previous one's.
 pub const TIGHTENING: f64 = 0.5;
@@ -509,6 +510,16 @@ impl<L: Layer> Chain<L> {
             .into_iter()
             .chain(self.layers.iter().filter_map(L::allocation))
             .for_each(each);
+    }
+
+    /// Offers every heap block the chain owns to `to` (active defragmentation): each bit
+    /// array, then the layer table and the end offsets.
+    pub fn relocate(&mut self, to: &mut dyn Relocator) {
+        for layer in &mut self.layers {
+            layer.relocate(to);
+        }
+        relocate_vec(&mut self.layers, to);
+        relocate_vec(&mut self.ends, to);
     }
 
     /// `BF.DEBUG`'s line for each layer.

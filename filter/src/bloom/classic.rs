@@ -450,6 +450,10 @@ impl Layer for ClassicLayer {
         Allocation::of_vec(&self.bytes)
     }
 
+    fn relocate(&mut self, to: &mut dyn crate::relocate::Relocator) {
+        crate::relocate::relocate_vec(&mut self.bytes, to);
+    }
+
     fn try_clone(&self) -> Result<Self, FilterError> {
         ClassicLayer::try_clone(self)
     }

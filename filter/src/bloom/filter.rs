@@ -285,6 +285,12 @@ impl ScalableFilter {
         dispatch!(self, ScalableFilter, c => c.allocations(&mut each))
     }
 
+    /// Offers every heap block the filter's box holds to `to` (active defragmentation; the
+    /// box itself is its owner's to offer).
+    pub fn relocate(&mut self, to: &mut dyn crate::relocate::Relocator) {
+        dispatch!(self, ScalableFilter, c => c.relocate(to))
+    }
+
     /// A deep copy, reporting allocation failure instead of aborting.
     pub fn try_clone(&self) -> Result<Self, FilterError> {
         Ok(dispatch!(self, ScalableFilter => ScalableFilter, c => c.try_clone()?))

@@ -190,6 +190,8 @@ pub trait Layer: Sized + Clone + PartialEq + Debug {
     fn bytes(&self) -> u64;
     /// The block holding the bit array.
     fn allocation(&self) -> Option<Allocation<'_>>;
+    /// Offers the bit array's block to `to` (active defragmentation).
+    fn relocate(&mut self, to: &mut dyn crate::relocate::Relocator);
     /// A deep copy, reporting allocation failure instead of aborting.
     fn try_clone(&self) -> Result<Self, FilterError>;
 }

@@ -116,6 +116,18 @@ impl AnyFilter {
         either!(self, f => f.memory_usage_of_first(count))
     }
 
+    /// Offers every heap block the filter holds to `to` (active defragmentation), the
+    /// extension's box included (the value's own box is its owner's to offer).
+    pub fn relocate(&mut self, to: &mut dyn crate::relocate::Relocator) {
+        match self {
+            AnyFilter::Redis(f) => f.relocate(to),
+            AnyFilter::Wide(f) => {
+                f.relocate(to);
+                crate::relocate::relocate_box(f, to);
+            }
+        }
+    }
+
     pub fn try_clone(&self) -> Result<Self, FilterError> {
         Ok(match self {
             AnyFilter::Redis(f) => AnyFilter::Redis(f.try_clone()?),

@@ -496,6 +496,15 @@ impl CuckooFilter {
             })
     }
 
+    /// Offers every heap block the filter holds to `to` (active defragmentation): each
+    /// sub-filter's slots, then the sub-filter table.
+    pub fn relocate(&mut self, to: &mut dyn crate::relocate::Relocator) {
+        for s in &mut self.subs {
+            crate::relocate::relocate_vec(&mut s.slots, to);
+        }
+        crate::relocate::relocate_vec(&mut self.subs, to);
+    }
+
     /// A deep copy, reporting allocation failure instead of aborting.
     pub fn try_clone(&self) -> Result<Self, FilterError> {
         let mut subs = try_vec(self.subs.len())?;

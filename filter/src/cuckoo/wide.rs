@@ -545,6 +545,15 @@ impl WideFilter {
         Self::modelled_bytes(subs.len(), subs.iter().map(|s| s.as_bytes().len() as u64))
     }
 
+    /// Offers every heap block the filter holds to `to` (active defragmentation): each
+    /// sub-filter's slots, then the sub-filter table.
+    pub fn relocate(&mut self, to: &mut dyn crate::relocate::Relocator) {
+        for s in &mut self.subs {
+            crate::relocate::relocate_vec(&mut s.bytes, to);
+        }
+        crate::relocate::relocate_vec(&mut self.subs, to);
+    }
+
     pub fn try_clone(&self) -> Result<Self, FilterError> {
         let mut subs = try_vec(self.subs.len())?;
         for s in &self.subs {

@@ -517,6 +517,15 @@ impl WindowedFilter {
         }
     }
 
+    /// Offers every heap block the filter's box holds to `to` (active defragmentation): each
+    /// slice's blocks, then the slice table.
+    pub fn relocate(&mut self, to: &mut dyn crate::relocate::Relocator) {
+        for s in &mut self.slices {
+            s.filter.relocate(to);
+        }
+        crate::relocate::relocate_vec(&mut self.slices, to);
+    }
+
     /// A deep copy, reporting allocation failure instead of aborting.
     pub fn try_clone(&self) -> Result<Self, FilterError> {
         let mut slices = try_vec(self.slices.len())?;
