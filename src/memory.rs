@@ -59,13 +59,19 @@ fn eviction_can_make_room() -> bool {
     }
 }
 
-/// Keys with a time to live, over every database (INFO keyspace lists the non-empty ones as
-/// `dbN:keys=..,expires=..,avg_ttl=..`).
+/// Keys with a time to live, over every database (INFO keyspace, built once, lists the
+/// non-empty ones as `dbN:keys=..,expires=..,avg_ttl=..`).
 fn keys_with_ttl() -> u64 {
-    (0..crate::config::databases())
-        .filter_map(|db| {
-            let field = std::ffi::CString::new(format!("db{db}")).ok()?;
-            let line = raw_api::server_info_string(c"keyspace", &field)?;
+    let fields: Vec<std::ffi::CString> = (0..crate::config::databases())
+        .filter_map(|db| std::ffi::CString::new(format!("db{db}")).ok())
+        .collect();
+    let Some(lines) = raw_api::server_info_strings(c"keyspace", fields.iter().map(|f| &**f)) else {
+        return 0;
+    };
+    lines
+        .iter()
+        .flatten()
+        .filter_map(|line| {
             line.split(',')
                 .find_map(|kv| kv.strip_prefix("expires="))
                 .and_then(|n| n.parse::<u64>().ok())

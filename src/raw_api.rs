@@ -432,7 +432,18 @@ pub fn server_info_unsigned(section: &CStr, field: &CStr) -> Option<u64> {
 
 /// A field of an `INFO` section as text (`None`: missing, or no API).
 pub fn server_info_string(section: &CStr, field: &CStr) -> Option<String> {
-    // SAFETY: as in `server_info_unsigned`; the field's C string belongs to the info data
+    server_info_strings(section, std::iter::once(field))?
+        .pop()
+        .flatten()
+}
+
+/// Fields of one `INFO` section as text, the section built once (`None`: no API; a missing
+/// field: `None` in its place).
+pub fn server_info_strings<'a>(
+    section: &CStr,
+    fields: impl Iterator<Item = &'a CStr>,
+) -> Option<Vec<Option<String>>> {
+    // SAFETY: as in `server_info_unsigned`; each field's C string belongs to the info data
     // and is copied before that is freed.
     unsafe {
         let get = raw::RedisModule_GetServerInfo?;
@@ -442,10 +453,14 @@ pub fn server_info_string(section: &CStr, field: &CStr) -> Option<String> {
         if info.is_null() {
             return None;
         }
-        let value = get_field(info, field.as_ptr());
-        let text = (!value.is_null()).then(|| CStr::from_ptr(value).to_string_lossy().into_owned());
+        let texts = fields
+            .map(|field| {
+                let value = get_field(info, field.as_ptr());
+                (!value.is_null()).then(|| CStr::from_ptr(value).to_string_lossy().into_owned())
+            })
+            .collect();
         free(std::ptr::null_mut(), info);
-        text
+        Some(texts)
     }
 }
 
