@@ -106,9 +106,17 @@ impl Limits {
     /// The limits of a COPY of a filter, or `None` when none apply: the copy callback has no
     /// client's context, so the server's own flags tell. A replica (its COPY comes from its
     /// primary, which accepted it) and a server loading its AOF copy whatever they are sent.
+    ///
+    /// A cluster node that may import slots atomically (Valkey 9) holds no COPY to the limits:
+    /// the migration streams the source's COPY commands through its import client, which a
+    /// callback without a context cannot tell from a client's, and a copy the source made must
+    /// not be missing on the target.
     pub fn for_copy() -> Option<Self> {
         let flags = raw_api::server_flags()?;
         if flags.intersects(EXEMPT | ContextFlags::SLAVE) {
+            return None;
+        }
+        if flags.contains(ContextFlags::CLUSTER) && raw_api::slot_imports_possible() {
             return None;
         }
         Some(Limits::for_creation(

@@ -119,6 +119,12 @@ pub fn set_module_options(ctx: &Context, valkey: bool) -> bool {
     }
 }
 
+/// Whether keys may arrive by atomic slot migration (declared at load, Valkey 9): commands of
+/// the slot-import client are then told apart only where a command's context is at hand.
+pub fn slot_imports_possible() -> bool {
+    SLOT_IMPORT_FLAG.load(Ordering::Relaxed) != 0
+}
+
 /// Whether the server is Valkey (its `INFO server` names it; Valkey also answers the version
 /// call, with its own numbering).
 pub fn server_is_valkey(ctx: &Context) -> bool {
