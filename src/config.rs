@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU64, 
 use layerbloom_filter::{FilterSpec, Layout};
 use redis_module::{raw, Context, ContextFlags, RedisString};
 
-use crate::bf::args::{MAX_CAPACITY, MAX_ERROR_RATE, MAX_EXPANSION};
+use crate::bloom::args::{MAX_CAPACITY, MAX_ERROR_RATE, MAX_EXPANSION};
 use crate::number;
 use crate::raw_api::{self, EnumConfig, NumericConfig, StringConfig};
 
@@ -293,7 +293,7 @@ extern "C" fn set_numeric(
         Some(n) => {
             let old = n.cell().swap(value, Ordering::Relaxed);
             if matches!(n, Numeric::CapacityWarning) && old != value {
-                crate::stats::warning_threshold_changed();
+                crate::bloom::stats::warning_threshold_changed();
             }
             raw::REDISMODULE_OK as c_int
         }

@@ -3,15 +3,12 @@
 //! `layerbloom-filter`: argument parsing, replies, the data type's callbacks and settings.
 
 mod alloc;
-mod bf;
-mod cf;
+mod bloom;
 mod clock;
 mod command_docs;
 mod command_spec;
 mod config;
-mod datatype;
-mod datatype_cf;
-mod datatype_window;
+mod cuckoo;
 mod dispatch;
 mod error;
 mod keys;
@@ -19,10 +16,8 @@ mod log;
 mod log_limit;
 mod memory;
 mod number;
-mod propagate;
 mod raw_api;
 mod reply;
-mod stats;
 mod type_callbacks;
 mod types;
 
@@ -33,7 +28,7 @@ use redis_module::{Context, RedisString, Status};
 const MODULE_VERSION: i32 = 20800;
 
 /// The command table of each structure.
-const TABLES: &[&[dispatch::Command]] = &[bf::COMMANDS, cf::COMMANDS];
+const TABLES: &[&[dispatch::Command]] = &[bloom::COMMANDS, cuckoo::COMMANDS];
 
 #[cfg(not(test))]
 type Allocator = alloc::ModuleAlloc;
@@ -116,7 +111,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         );
     }
     // Replaces the crate's own INFO callback: `INFO bf` shows sections bf_stats and bf_settings.
-    raw_api::register_info_func(ctx, Some(stats::info_callback));
+    raw_api::register_info_func(ctx, Some(bloom::stats::info_callback));
     // Docs and ACL categories help clients and operators; a server that refuses them still
     // runs every command, so this is logged, not fatal.
     match command_docs::register(ctx, TABLES) {

@@ -5,9 +5,9 @@ use std::ffi::{c_char, c_long, c_longlong};
 
 use redis_module::{raw, Context, ContextFlags};
 
+use crate::bloom::stats;
 use crate::error::BfError;
 use crate::raw_api;
-use crate::stats;
 
 /// Writes the reply of one command.
 pub struct Reply<'a> {

@@ -117,7 +117,7 @@ pub(crate) fn load<V: StoredValue>(
     // A client may send refused RESTOREs without end: their lines share a budget.
     let from_client = io
         .context_flags()
-        .is_some_and(|f| crate::datatype::is_client_restore(&f));
+        .is_some_and(|f| crate::bloom::datatype::is_client_restore(&f));
     guarded_as::<V, _>("rdb_load", std::ptr::null_mut(), || match decode(&mut io) {
         Ok(value) => into_value(value),
         Err(why) => {

@@ -6,9 +6,9 @@
 use redis_module::native_types::RedisType;
 use redis_module::Context;
 
-use crate::datatype::BLOOM_TYPE;
-use crate::datatype_cf::{CUCKOO_TYPE, WIDE_CUCKOO_TYPE};
-use crate::datatype_window::WINDOW_TYPE;
+use crate::bloom::datatype::BLOOM_TYPE;
+use crate::bloom::window::datatype::WINDOW_TYPE;
+use crate::cuckoo::datatype::{CUCKOO_TYPE, WIDE_CUCKOO_TYPE};
 
 /// Creates every data type (OnLoad only), or says which name is taken and what to do.
 pub fn register(ctx: &Context) -> Result<(), String> {

@@ -31,11 +31,11 @@ impl StoredValue for ScalableFilter {
     const LOAD_CHUNK: &'static CStr = c"BF.LOADCHUNK";
 
     fn entered(&self) {
-        crate::stats::entered(self);
+        crate::bloom::stats::entered(self);
     }
 
     fn freed(&self) {
-        crate::stats::freed(self);
+        crate::bloom::stats::freed(self);
     }
 
     fn rdb_save(&self, io: &mut Io) {
@@ -74,7 +74,7 @@ impl StoredValue for ScalableFilter {
     }
 
     fn moved(&self, from: usize) {
-        crate::stats::moved(from, self);
+        crate::bloom::stats::moved(from, self);
     }
 }
 

@@ -17,19 +17,19 @@ use layerbloom_filter::{FilterError, FilterSpec, Layout, ScalableFilter};
 use redis_module::key::RedisKeyWritable;
 use redis_module::{Context, ContextFlags, KeyType, RedisString};
 
-use crate::bf::args::{self, InfoField, InfoRequest, Window};
-use crate::bf::window::{self as windowed, InfoView, Value, ValueMut};
+use crate::bloom::args::{self, InfoField, InfoRequest, Window};
+use crate::bloom::datatype::BLOOM_TYPE;
+use crate::bloom::propagate::{self, Before, Change};
+use crate::bloom::stats;
+use crate::bloom::window::{self as windowed, InfoView, Value, ValueMut};
 use crate::clock;
 use crate::config;
-use crate::datatype::BLOOM_TYPE;
 use crate::dispatch::CommandResult;
 use crate::error::BfError;
 use crate::keys;
 use crate::memory::Limits;
 use crate::number;
-use crate::propagate::{self, Before, Change};
 use crate::reply::Reply;
-use crate::stats;
 
 fn slices(args: &[RedisString]) -> Vec<&[u8]> {
     args.iter().map(RedisString::as_slice).collect()

@@ -21,17 +21,17 @@ use layerbloom_filter::{FilterError, ScalableFilter, WindowedFilter};
 use redis_module::key::RedisKey;
 use redis_module::{Context, RedisString};
 
-use crate::bf::window::{self, Value, ValueMut};
+use crate::bloom::datatype::BLOOM_TYPE;
+use crate::bloom::propagate::{self, Change};
+use crate::bloom::stats;
+use crate::bloom::window::{self, Value, ValueMut};
 use crate::clock;
 use crate::config;
-use crate::datatype::BLOOM_TYPE;
 use crate::dispatch::CommandResult;
 use crate::error::BfError;
 use crate::keys;
 use crate::memory::Limits;
-use crate::propagate::{self, Change};
 use crate::reply::Reply;
-use crate::stats;
 
 /// The union to store, of the sources' kind.
 enum Union {

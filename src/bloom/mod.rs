@@ -5,8 +5,11 @@
 use crate::dispatch::command_table;
 
 pub mod args;
+pub mod datatype;
 pub mod handlers;
 pub mod merge;
+pub mod propagate;
+pub mod stats;
 mod table;
 pub mod window;
 

@@ -41,10 +41,10 @@ use layerbloom_filter::cuckoo::AnyFilter;
 use layerbloom_filter::{FilterError, ScalableFilter};
 use redis_module::{raw, Context, ContextFlags, RedisString};
 
+use crate::bloom::stats;
 use crate::config;
 use crate::log_limit;
 use crate::raw_api;
-use crate::stats;
 
 /// A filter's state before a write, to tell what the write changed.
 #[derive(Debug, Clone, Copy)]
@@ -362,7 +362,7 @@ fn cf_capacity_warnings(ctx: &Context, key: &RedisString, before: CfLoadMark, fi
             ),
         );
         notify(ctx, c"cf.capacity", key);
-        crate::cf::stats::warned();
+        crate::cuckoo::stats::warned();
     }
 }
 

@@ -213,7 +213,7 @@ pub fn info_fields() -> Vec<(&'static str, Vec<(&'static str, String)>)> {
                 ("refused_create_over_limit", n(&REFUSED_CREATE)),
             ]
             .into_iter()
-            .chain(crate::bf::window::info_fields())
+            .chain(crate::bloom::window::info_fields())
             .collect(),
         ),
         (
@@ -227,7 +227,7 @@ pub fn info_fields() -> Vec<(&'static str, Vec<(&'static str, String)>)> {
                 ("capacity_warning", config::capacity_warning().to_string()),
             ],
         ),
-        crate::cf::stats::info_fields(),
+        crate::cuckoo::stats::info_fields(),
     ]
 }
 

@@ -14,7 +14,7 @@ super::command_table! {
     // RedisBloom's category for the BF commands, the one users grant (`+@bloom`).
     category: "bloom";
 
-    crate::bf::handlers::reserve => CommandSpec {
+    crate::bloom::handlers::reserve => CommandSpec {
         name: "bf.reserve",
         flags: "write deny-oom",
         arity: Arity::Between(4, 11),
@@ -32,7 +32,7 @@ super::command_table! {
             option("slices", "SLICES", ArgKind::Integer),
         ],
     },
-    crate::bf::handlers::add => CommandSpec {
+    crate::bloom::handlers::add => CommandSpec {
         name: "bf.add",
         flags: "write deny-oom",
         arity: Arity::Exactly(3),
@@ -42,7 +42,7 @@ super::command_table! {
         since: Some("1.0.0"),
         args: &[KEY, ITEM],
     },
-    crate::bf::handlers::madd => CommandSpec {
+    crate::bloom::handlers::madd => CommandSpec {
         name: "bf.madd",
         flags: "write deny-oom",
         arity: Arity::AtLeast(3),
@@ -52,7 +52,7 @@ super::command_table! {
         since: Some("1.0.0"),
         args: &[KEY, ITEMS],
     },
-    crate::bf::handlers::insert => CommandSpec {
+    crate::bloom::handlers::insert => CommandSpec {
         name: "bf.insert",
         flags: "write deny-oom",
         arity: Arity::AtLeast(4),
@@ -75,7 +75,7 @@ super::command_table! {
             },
         ],
     },
-    crate::bf::handlers::exists => CommandSpec {
+    crate::bloom::handlers::exists => CommandSpec {
         name: "bf.exists",
         flags: "readonly fast",
         arity: Arity::Exactly(3),
@@ -85,7 +85,7 @@ super::command_table! {
         since: Some("1.0.0"),
         args: &[KEY, ITEM],
     },
-    crate::bf::handlers::mexists => CommandSpec {
+    crate::bloom::handlers::mexists => CommandSpec {
         name: "bf.mexists",
         flags: "readonly fast",
         arity: Arity::AtLeast(3),
@@ -95,7 +95,7 @@ super::command_table! {
         since: Some("1.0.0"),
         args: &[KEY, ITEMS],
     },
-    crate::bf::handlers::info => CommandSpec {
+    crate::bloom::handlers::info => CommandSpec {
         name: "bf.info",
         flags: "readonly fast",
         arity: Arity::Between(2, 3),
@@ -128,7 +128,7 @@ super::command_table! {
             },
         ],
     },
-    crate::bf::handlers::card => CommandSpec {
+    crate::bloom::handlers::card => CommandSpec {
         name: "bf.card",
         flags: "readonly fast",
         arity: Arity::Exactly(2),
@@ -138,7 +138,7 @@ super::command_table! {
         since: Some("2.4.4"),
         args: &[KEY],
     },
-    crate::bf::handlers::scandump => CommandSpec {
+    crate::bloom::handlers::scandump => CommandSpec {
         name: "bf.scandump",
         flags: "readonly",
         arity: Arity::Exactly(3),
@@ -148,7 +148,7 @@ super::command_table! {
         since: Some("1.0.0"),
         args: &[KEY, arg("iterator", ArgKind::Integer)],
     },
-    crate::bf::handlers::loadchunk => CommandSpec {
+    crate::bloom::handlers::loadchunk => CommandSpec {
         name: "bf.loadchunk",
         flags: "write deny-oom",
         arity: Arity::Exactly(4),
@@ -162,7 +162,7 @@ super::command_table! {
             arg("data", ArgKind::String),
         ],
     },
-    crate::bf::merge::merge => CommandSpec {
+    crate::bloom::merge::merge => CommandSpec {
         name: "bf.merge",
         flags: "write deny-oom",
         arity: Arity::AtLeast(3),
@@ -179,7 +179,7 @@ super::command_table! {
             },
         ],
     },
-    crate::bf::handlers::debug => CommandSpec {
+    crate::bloom::handlers::debug => CommandSpec {
         name: "bf.debug",
         flags: "readonly",
         arity: Arity::Exactly(2),
@@ -189,7 +189,7 @@ super::command_table! {
         since: None,
         args: &[KEY],
     },
-    crate::bf::window::advance => CommandSpec {
+    crate::bloom::window::advance => CommandSpec {
         name: "bf.windowadvance",
         // Not `fast`: one call may free every slice of a large filter.
         flags: "write",

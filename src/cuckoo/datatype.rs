@@ -15,7 +15,7 @@ use layerbloom_filter::format::CodecError;
 use layerbloom_filter::FilterError;
 use redis_module::{native_types::RedisType, raw};
 
-use crate::datatype::restore_limits;
+use crate::bloom::datatype::restore_limits;
 use crate::raw_api::{Digest, Io};
 use crate::type_callbacks::{self, type_methods, StoredValue};
 
@@ -81,11 +81,11 @@ impl StoredValue for AnyFilter {
     const LOAD_CHUNK: &'static CStr = c"CF.LOADCHUNK";
 
     fn entered(&self) {
-        crate::cf::stats::entered(self);
+        crate::cuckoo::stats::entered(self);
     }
 
     fn freed(&self) {
-        crate::cf::stats::freed(self);
+        crate::cuckoo::stats::freed(self);
     }
 
     fn rdb_save(&self, io: &mut Io) {

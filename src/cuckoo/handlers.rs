@@ -19,16 +19,16 @@ use std::cell::OnceCell;
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{Context, ContextFlags, KeyType, RedisString};
 
-use crate::bf::args::InfoRequest;
-use crate::cf::args::{self, InfoField, Shape, Syntax};
-use crate::cf::stats::{self, Figures};
+use crate::bloom::args::InfoRequest;
+use crate::bloom::propagate::{self, CfChange};
 use crate::config;
-use crate::datatype_cf::{self, CUCKOO_TYPE, WIDE_CUCKOO_TYPE};
+use crate::cuckoo::args::{self, InfoField, Shape, Syntax};
+use crate::cuckoo::datatype::{self, CUCKOO_TYPE, WIDE_CUCKOO_TYPE};
+use crate::cuckoo::stats::{self, Figures};
 use crate::dispatch::CommandResult;
 use crate::error::BfError;
 use crate::keys;
 use crate::memory::{self, Limits};
-use crate::propagate::{self, CfChange};
 use crate::reply::Reply;
 
 /// The filter under a key of either cuckoo type (RedisBloom's, or the extension's).
@@ -48,7 +48,7 @@ fn write_filter(key: &RedisKeyWritable) -> Result<Option<&mut AnyFilter>, BfErro
 
 /// Stores a new filter under the type of its layout.
 fn store_filter(key: &RedisKeyWritable, filter: AnyFilter) -> Result<&mut AnyFilter, BfError> {
-    let stored = keys::store(key, datatype_cf::type_of(&filter), filter)?;
+    let stored = keys::store(key, datatype::type_of(&filter), filter)?;
     stats::entered(stored);
     Ok(stored)
 }
@@ -523,7 +523,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
             None => reply.null(),
         },
     };
-    crate::bf::handlers::reply_info(
+    crate::bloom::handlers::reply_info(
         &reply,
         request,
         (&InfoField::REDISBLOOM, &InfoField::HEALTH),

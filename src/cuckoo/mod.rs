@@ -4,6 +4,7 @@
 use crate::dispatch::command_table;
 
 pub mod args;
+pub mod datatype;
 pub mod handlers;
 pub mod stats;
 mod table;

@@ -6,7 +6,7 @@ super::command_table! {
     // RedisBloom 8's category for the CF commands (`+@cuckoo`).
     category: "cuckoo";
 
-    crate::cf::handlers::reserve => CommandSpec {
+    crate::cuckoo::handlers::reserve => CommandSpec {
         name: "cf.reserve",
         flags: "write deny-oom",
         arity: Arity::Between(3, 11),
@@ -23,7 +23,7 @@ super::command_table! {
             option("error", "ERROR", ArgKind::Double),
         ],
     },
-    crate::cf::handlers::add => CommandSpec {
+    crate::cuckoo::handlers::add => CommandSpec {
         name: "cf.add",
         flags: "write deny-oom",
         arity: Arity::Exactly(3),
@@ -33,7 +33,7 @@ super::command_table! {
         since: Some("1.0.0"),
         args: &[KEY, ITEM],
     },
-    crate::cf::handlers::addnx => CommandSpec {
+    crate::cuckoo::handlers::addnx => CommandSpec {
         name: "cf.addnx",
         flags: "write deny-oom",
         arity: Arity::Exactly(3),
@@ -43,7 +43,7 @@ super::command_table! {
         since: Some("1.0.0"),
         args: &[KEY, ITEM],
     },
-    crate::cf::handlers::insert => CommandSpec {
+    crate::cuckoo::handlers::insert => CommandSpec {
         name: "cf.insert",
         flags: "write deny-oom",
         arity: Arity::AtLeast(4),
@@ -62,7 +62,7 @@ super::command_table! {
             },
         ],
     },
-    crate::cf::handlers::insertnx => CommandSpec {
+    crate::cuckoo::handlers::insertnx => CommandSpec {
         name: "cf.insertnx",
         flags: "write deny-oom",
         arity: Arity::AtLeast(4),
@@ -81,7 +81,7 @@ super::command_table! {
             },
         ],
     },
-    crate::cf::handlers::exists => CommandSpec {
+    crate::cuckoo::handlers::exists => CommandSpec {
         name: "cf.exists",
         flags: "readonly fast",
         arity: Arity::Exactly(3),
@@ -91,7 +91,7 @@ super::command_table! {
         since: Some("1.0.0"),
         args: &[KEY, ITEM],
     },
-    crate::cf::handlers::mexists => CommandSpec {
+    crate::cuckoo::handlers::mexists => CommandSpec {
         name: "cf.mexists",
         flags: "readonly fast",
         arity: Arity::AtLeast(3),
@@ -101,7 +101,7 @@ super::command_table! {
         since: Some("1.0.0"),
         args: &[KEY, ITEMS],
     },
-    crate::cf::handlers::del => CommandSpec {
+    crate::cuckoo::handlers::del => CommandSpec {
         name: "cf.del",
         flags: "write fast",
         arity: Arity::Exactly(3),
@@ -111,7 +111,7 @@ super::command_table! {
         since: Some("1.0.0"),
         args: &[KEY, ITEM],
     },
-    crate::cf::handlers::count => CommandSpec {
+    crate::cuckoo::handlers::count => CommandSpec {
         name: "cf.count",
         flags: "readonly fast",
         arity: Arity::Exactly(3),
@@ -121,7 +121,7 @@ super::command_table! {
         since: Some("1.0.0"),
         args: &[KEY, ITEM],
     },
-    crate::cf::handlers::info => CommandSpec {
+    crate::cuckoo::handlers::info => CommandSpec {
         name: "cf.info",
         flags: "readonly fast",
         arity: Arity::Between(2, 3),
@@ -151,7 +151,7 @@ super::command_table! {
             },
         ],
     },
-    crate::cf::handlers::scandump => CommandSpec {
+    crate::cuckoo::handlers::scandump => CommandSpec {
         name: "cf.scandump",
         flags: "readonly",
         arity: Arity::Exactly(3),
@@ -161,7 +161,7 @@ super::command_table! {
         since: Some("1.0.0"),
         args: &[KEY, arg("iterator", ArgKind::Integer)],
     },
-    crate::cf::handlers::loadchunk => CommandSpec {
+    crate::cuckoo::handlers::loadchunk => CommandSpec {
         name: "cf.loadchunk",
         flags: "write deny-oom",
         arity: Arity::Exactly(4),
@@ -175,7 +175,7 @@ super::command_table! {
             arg("data", ArgKind::String),
         ],
     },
-    crate::cf::handlers::compact => CommandSpec {
+    crate::cuckoo::handlers::compact => CommandSpec {
         name: "cf.compact",
         flags: "write",
         arity: Arity::Exactly(2),
@@ -185,7 +185,7 @@ super::command_table! {
         since: Some("1.0.0"),
         args: &[KEY],
     },
-    crate::cf::handlers::debug => CommandSpec {
+    crate::cuckoo::handlers::debug => CommandSpec {
         name: "cf.debug",
         flags: "readonly",
         arity: Arity::Exactly(2),

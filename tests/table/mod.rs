@@ -20,10 +20,10 @@ macro_rules! command_table {
 }
 use command_table;
 
-#[path = "../../src/bf/table.rs"]
+#[path = "../../src/bloom/table.rs"]
 pub mod bf;
 
-#[path = "../../src/cf/table.rs"]
+#[path = "../../src/cuckoo/table.rs"]
 pub mod cf;
 
 #[allow(unused_imports)] // each suite uses some

@@ -1,4 +1,4 @@
-//! The command argument parser of the module crate (`src/bf/args.rs`, with `src/number.rs`),
+//! The command argument parser of the module crate (`src/bloom/args.rs`, with `src/number.rs`),
 //! compiled here on its own: `BF.RESERVE` and `BF.INSERT` options, Redis-style integers and
 //! doubles, `BF.INFO` fields.
 //!
@@ -16,7 +16,7 @@ mod error;
 mod number;
 
 #[allow(dead_code)]
-#[path = "../../../src/bf/args.rs"]
+#[path = "../../../src/bloom/args.rs"]
 mod args;
 
 use layerbloom_filter::FilterSpec;

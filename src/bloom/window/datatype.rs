@@ -19,7 +19,7 @@ use layerbloom_filter::window::{codec, WindowedFilter};
 use layerbloom_filter::FilterError;
 use redis_module::{native_types::RedisType, raw};
 
-use crate::datatype::{emit_dump, restore_limits, save_pieces};
+use crate::bloom::datatype::{emit_dump, restore_limits, save_pieces};
 use crate::raw_api::{Digest, Io};
 use crate::type_callbacks::{self, type_methods, StoredValue};
 
@@ -37,11 +37,11 @@ impl StoredValue for WindowedFilter {
     const LOAD_CHUNK: &'static CStr = c"BF.LOADCHUNK";
 
     fn entered(&self) {
-        crate::bf::window::entered();
+        crate::bloom::window::entered();
     }
 
     fn freed(&self) {
-        crate::bf::window::freed();
+        crate::bloom::window::freed();
     }
 
     fn rdb_save(&self, io: &mut Io) {

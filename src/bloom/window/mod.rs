@@ -19,6 +19,8 @@
 //! on the primary the slice may not be later than the clock's (omitted: the clock's), so it
 //! only does what the next access would have done.
 
+pub mod datatype;
+
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use layerbloom_filter::bloom::health;
@@ -27,16 +29,16 @@ use layerbloom_filter::{FilterSpec, ScalableFilter};
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{Context, ContextFlags, RedisString};
 
-use crate::bf::args::Window;
+use crate::bloom::args::Window;
+use crate::bloom::datatype::BLOOM_TYPE;
+use crate::bloom::propagate;
+use crate::bloom::window::datatype::WINDOW_TYPE;
 use crate::clock;
-use crate::datatype::BLOOM_TYPE;
-use crate::datatype_window::WINDOW_TYPE;
 use crate::dispatch::CommandResult;
 use crate::error::BfError;
 use crate::keys;
 use crate::memory::Limits;
 use crate::number;
-use crate::propagate;
 use crate::reply::Reply;
 
 /// The value under a BF key, opened for reading.
@@ -139,7 +141,7 @@ pub fn create<'k>(
     // local clock is the only one there is.
     let filter = WindowedFilter::new(spec, clock::now_ms(), limits.bytes())
         .map_err(|e| limits.create_error(e))?;
-    let header = crate::datatype_window::creation_header(&filter);
+    let header = crate::bloom::window::datatype::creation_header(&filter);
     Ok((store(key, filter)?, header))
 }
 
