@@ -10,6 +10,8 @@
 
 use redis_module::{raw, Context, ContextFlags};
 
+use crate::config::Setting;
+
 /// Flags under which a command must not read the clock or expire anything: its outcome was
 /// decided on the primary (or when the command first ran, for the AOF), and a replica must hold
 /// what its primary holds.
@@ -32,72 +34,44 @@ pub fn now_ms() -> u64 {
         .saturating_add(test::offset())
 }
 
-/// Registers the test clock's setting where the build has it (before the settings load).
-pub fn register(ctx: &Context, flags: u32) -> Result<(), String> {
-    test::register(ctx, flags)
+/// The primary's time for a command (`now_ms`), or `None` where it must not read a clock
+/// (a replica, a command from the primary, AOF replay).
+pub fn read(ctx: &Context) -> Option<u64> {
+    applies(&crate::raw_api::context_flags(ctx)).then(now_ms)
 }
+
+/// The clock's settings: the test offset where the build has it (never in a release).
+pub static SETTINGS: &[&Setting] = test::SETTINGS;
 
 #[cfg(feature = "test-clock")]
 mod test {
-    use std::ffi::{c_char, c_longlong, c_void};
-    use std::sync::atomic::{AtomicI64, Ordering};
+    use crate::config::Setting;
 
-    use redis_module::{raw, Context};
+    /// Added to the clock: up to about 30 years ahead, far past any window, far from
+    /// overflowing the clock.
+    pub static OFFSET: Setting = Setting::integer(
+        "bf-test-clock-offset-ms",
+        "the windowed filters' clock, moved ahead (test builds only)",
+        0,
+        0,
+        1_000_000_000_000,
+    );
 
-    use crate::raw_api::{self, NumericConfig};
-
-    static OFFSET: AtomicI64 = AtomicI64::new(0);
+    pub static SETTINGS: &[&Setting] = &[&OFFSET];
 
     pub fn offset() -> u64 {
-        OFFSET.load(Ordering::Relaxed) as u64
-    }
-
-    extern "C" fn get(_name: *const c_char, _privdata: *mut c_void) -> c_longlong {
-        OFFSET.load(Ordering::Relaxed)
-    }
-
-    extern "C" fn set(
-        _name: *const c_char,
-        value: c_longlong,
-        _privdata: *mut c_void,
-        _err: *mut *mut raw::RedisModuleString,
-    ) -> std::ffi::c_int {
-        OFFSET.store(value, Ordering::Relaxed);
-        raw::REDISMODULE_OK as std::ffi::c_int
-    }
-
-    pub fn register(ctx: &Context, flags: u32) -> Result<(), String> {
-        let callbacks = NumericConfig {
-            get: Some(get),
-            set: Some(set),
-            privdata: 0,
-        };
-        // Up to about 30 years ahead: far past any window, far from overflowing the clock.
-        let max = 1_000_000_000_000;
-        let accepted = raw_api::register_numeric_config(
-            ctx,
-            &crate::config::registered_name("bf-test-clock-offset-ms", flags),
-            (0, 0, max),
-            raw::REDISMODULE_CONFIG_DEFAULT | flags,
-            callbacks,
-        );
-        match accepted {
-            Ok(true) => Ok(()),
-            _ => Err("could not register bf-test-clock-offset-ms".into()),
-        }
+        OFFSET.integer_value() as u64
     }
 }
 
 #[cfg(not(feature = "test-clock"))]
 mod test {
-    use redis_module::Context;
+    use crate::config::Setting;
+
+    pub static SETTINGS: &[&Setting] = &[];
 
     pub fn offset() -> u64 {
         0
-    }
-
-    pub fn register(_ctx: &Context, _flags: u32) -> Result<(), String> {
-        Ok(())
     }
 }
 

@@ -1,5 +1,10 @@
-//! Module settings: the defaults of auto-created filters, the per-filter memory limit, the
-//! layout of new filters and the capacity-warning threshold.
+//! Module settings, declared as one table: each setting is a [`Setting`] (its name, its
+//! default, its range, what it applies to), declared where it belongs: the memory limit and the
+//! capacity-warning threshold here (they apply to every structure), a structure's own in its
+//! folder (`bloom/settings.rs`), the test clock's offset in `clock.rs`. A structure's entry in
+//! the registry (`lib.rs`) lists the settings that apply to it; [`register`] registers each
+//! once, and load-time arguments, `CONFIG GET` / `CONFIG SET` and the `INFO bf_settings`
+//! fields all follow from the table.
 //!
 //! Registered through the module config API, so they are set in redis.conf or with
 //! `CONFIG SET` and read with `CONFIG GET`. RedisBloom's names are kept: `bf-error-rate`,
@@ -13,25 +18,238 @@
 //! Load-time arguments (`--loadmodule liblayerbloom.so ERROR_RATE 0.001 INITIAL_SIZE 1000`)
 //! accept RedisBloom's legacy names and these names.
 //!
-//! The error rate is a string setting registered through the raw API: the crate's string
+//! An error rate is a string setting registered through the raw API: the crate's string
 //! settings allocate a new string on every `CONFIG GET` and never free it.
 
-use std::ffi::{c_char, c_int, c_longlong, c_void, CString};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU64, Ordering};
+use std::borrow::Cow;
+use std::ffi::{c_char, c_int, c_longlong, c_void, CStr, CString};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering};
 
-use layerbloom_filter::{FilterSpec, Layout};
 use redis_module::{raw, Context, ContextFlags, RedisString};
 
-use crate::bloom::args::{MAX_CAPACITY, MAX_ERROR_RATE, MAX_EXPANSION};
 use crate::number;
 use crate::raw_api::{self, EnumConfig, NumericConfig, StringConfig};
 
-/// Default error rate of auto-created filters.
-pub const DEFAULT_ERROR_RATE: f64 = 0.01;
-/// Default capacity of auto-created filters.
-pub const DEFAULT_INITIAL_SIZE: i64 = 100;
-/// Default growth factor of new filters.
-pub const DEFAULT_EXPANSION: i64 = 2;
+/// What values a setting takes.
+#[derive(Debug, Clone, Copy)]
+pub enum Kind {
+    /// An integer in `min..=max`.
+    Integer { min: i64, max: i64 },
+    /// A percentage, 0 to 100.
+    Percentage,
+    /// A number of bytes, at least `min`, with Redis's units (`4gb`).
+    Memory { min: i64 },
+    /// An error rate, in the open interval (0, 1), kept as the text it was set with; above
+    /// `cap` the filters use `cap`, and the log says so.
+    Rate { cap: f64 },
+    /// One of these words (case-insensitive), held as its index.
+    Choice(&'static [&'static CStr]),
+}
+
+/// One module setting: a row of the table.
+pub struct Setting {
+    /// Its name (`bf-error-rate`); on Redis 7 the server prefixes it (`bf.bf-error-rate`).
+    pub name: &'static str,
+    /// RedisBloom's load-time argument name for it (`error_rate`), if it has one.
+    pub legacy: Option<&'static str>,
+    /// What it applies to, in a few words (for whoever reads the table; the tests hold every
+    /// setting to saying it).
+    #[allow(dead_code)]
+    pub applies: &'static str,
+    pub kind: Kind,
+    /// The default: an integer, a choice's index, a rate's bits.
+    default: i64,
+    /// A rate's default as `CONFIG GET` shows it.
+    default_text: &'static CStr,
+    /// The value: an integer, a choice's index, a rate's bits.
+    value: AtomicI64,
+    /// A rate as last set, returned by `CONFIG GET`; owned by the module.
+    text: AtomicPtr<raw::RedisModuleString>,
+    /// How many times `CONFIG SET` changed the value.
+    changes: AtomicU64,
+}
+
+impl Setting {
+    const fn new(name: &'static str, applies: &'static str, kind: Kind, default: i64) -> Self {
+        Setting {
+            name,
+            legacy: None,
+            applies,
+            kind,
+            default,
+            default_text: c"",
+            value: AtomicI64::new(default),
+            text: AtomicPtr::new(std::ptr::null_mut()),
+            changes: AtomicU64::new(0),
+        }
+    }
+
+    pub const fn integer(
+        name: &'static str,
+        applies: &'static str,
+        default: i64,
+        min: i64,
+        max: i64,
+    ) -> Self {
+        Self::new(name, applies, Kind::Integer { min, max }, default)
+    }
+
+    pub const fn percentage(name: &'static str, applies: &'static str, default: i64) -> Self {
+        Self::new(name, applies, Kind::Percentage, default)
+    }
+
+    pub const fn memory(name: &'static str, applies: &'static str, default: i64, min: i64) -> Self {
+        Self::new(name, applies, Kind::Memory { min }, default)
+    }
+
+    /// An error rate whose default is `default`, written `text`.
+    pub const fn rate(
+        name: &'static str,
+        applies: &'static str,
+        (default, text): (f64, &'static CStr),
+        cap: f64,
+    ) -> Self {
+        Setting {
+            default_text: text,
+            ..Self::new(name, applies, Kind::Rate { cap }, default.to_bits() as i64)
+        }
+    }
+
+    /// One of `choices`, `default` the index of the default.
+    pub const fn choice(
+        name: &'static str,
+        applies: &'static str,
+        choices: &'static [&'static CStr],
+        default: i64,
+    ) -> Self {
+        Self::new(name, applies, Kind::Choice(choices), default)
+    }
+
+    /// The same setting, also read from RedisBloom's load-time argument `legacy`.
+    pub const fn legacy(self, legacy: &'static str) -> Self {
+        Setting {
+            legacy: Some(legacy),
+            ..self
+        }
+    }
+
+    /// The value of an integer, percentage, memory or choice setting (a choice's index).
+    pub fn integer_value(&self) -> i64 {
+        self.value.load(Ordering::Relaxed)
+    }
+
+    /// The value of a rate setting.
+    pub fn rate_value(&self) -> f64 {
+        f64::from_bits(self.value.load(Ordering::Relaxed) as u64)
+    }
+
+    /// How many times `CONFIG SET` has changed it since the module loaded.
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Relaxed)
+    }
+
+    /// Sets an integer-held value, counting a change.
+    fn store(&self, value: i64) {
+        if self.value.swap(value, Ordering::Relaxed) != value {
+            self.changes.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The value as `CONFIG GET` shows it (a rate as set, a choice by its word).
+    pub fn text(&self) -> String {
+        match self.kind {
+            Kind::Rate { .. } => {
+                let text = self.text.load(Ordering::Acquire);
+                if text.is_null() {
+                    return self.default_text.to_string_lossy().into_owned();
+                }
+                String::from_utf8_lossy(RedisString::string_as_slice(text)).into_owned()
+            }
+            Kind::Choice(choices) => choices
+                .get(self.integer_value() as usize)
+                .map_or_else(String::new, |c| c.to_string_lossy().into_owned()),
+            _ => self.integer_value().to_string(),
+        }
+    }
+
+    /// Its field in `INFO bf_settings`: the name without `bf-`, in underscores.
+    pub fn info_field(&self) -> Cow<'static, str> {
+        let bare = self.name.strip_prefix("bf-").unwrap_or(self.name);
+        Cow::Owned(bare.replace('-', "_"))
+    }
+
+    /// What a value must be, as the refusal of a bad one says.
+    fn must(&self) -> String {
+        match self.kind {
+            Kind::Integer { min, max } => format!("must be an integer in [{min}, {max}]"),
+            Kind::Percentage => "must be a percentage, 0 to 100".into(),
+            Kind::Memory { min } => format!("must be a memory size of at least {min} bytes"),
+            Kind::Rate { .. } => RATE_RANGE.into(),
+            Kind::Choice(choices) => format!(
+                "must be {}",
+                choices
+                    .iter()
+                    .map(|c| c.to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            ),
+        }
+    }
+
+    /// Reads a value from its text (a load-time argument): what to store, or why not.
+    fn parse(&self, text: &[u8]) -> Option<i64> {
+        match self.kind {
+            Kind::Integer { min, max } => {
+                number::parse_i64(text).filter(|n| (min..=max).contains(n))
+            }
+            Kind::Percentage => number::parse_i64(text).filter(|n| (0..=100).contains(n)),
+            Kind::Memory { min } => parse_memory(text).filter(|&n| n >= min),
+            Kind::Rate { .. } => check_rate(text).ok().map(|r| r.to_bits() as i64),
+            Kind::Choice(choices) => {
+                let word = text.to_ascii_lowercase();
+                let index = choices
+                    .iter()
+                    .position(|c| c.to_bytes() == word.as_slice())?;
+                Some(index as i64)
+            }
+        }
+    }
+
+    /// Sets a rate and the text `CONFIG GET` answers.
+    fn store_rate(&self, rate: f64, text: &[u8]) {
+        if let Kind::Rate { cap } = self.kind {
+            if rate > cap {
+                // CONFIG SET may be repeated: the same budget as a creation's lowered rate.
+                crate::log_limit::error_rate_warning(
+                    None,
+                    &format!(
+                        "layerbloom: error rate {rate} is above {cap}; filters will use {cap}"
+                    ),
+                );
+            }
+        }
+        self.store(rate.to_bits() as i64);
+        // Configs are only read and written on the main thread: the old string, once swapped
+        // out, is reachable from nowhere else.
+        let old = self
+            .text
+            .swap(raw_api::create_string(text), Ordering::AcqRel);
+        if !old.is_null() {
+            // SAFETY: made by `create_string` here, and no longer reachable.
+            unsafe { raw_api::free_string(old) };
+        }
+    }
+
+    /// The setting a callback serves, from its private data.
+    ///
+    /// # Safety
+    /// `privdata` is what `register_one` registered: a `&'static Setting`.
+    unsafe fn of(privdata: *mut c_void) -> &'static Setting {
+        // SAFETY: the caller's contract.
+        unsafe { &*privdata.cast::<Setting>() }
+    }
+}
+
 /// Default per-filter memory limit: far above what users run (100 million items at 0.1%
 /// take 180 MB), low enough that one command cannot take the machine's memory.
 pub const DEFAULT_MAX_FILTER_MEMORY: i64 = 4 << 30;
@@ -39,35 +257,32 @@ pub const DEFAULT_MAX_FILTER_MEMORY: i64 = 4 << 30;
 const MIN_MAX_FILTER_MEMORY: i64 = 1024;
 /// Default capacity-warning threshold: a percentage of the newest layer's capacity.
 pub const DEFAULT_CAPACITY_WARNING: i64 = 70;
+
+/// The per-filter memory limit.
+pub static MAX_FILTER_MEMORY: Setting = Setting::memory(
+    "bf-max-filter-memory",
+    "every filter a client creates or grows, of every structure",
+    DEFAULT_MAX_FILTER_MEMORY,
+    MIN_MAX_FILTER_MEMORY,
+);
+
+/// The capacity-warning threshold.
+pub static CAPACITY_WARNING: Setting = Setting::percentage(
+    "bf-capacity-warning",
+    "every filter's newest layer or sub-filter: the fill that warns (0: never)",
+    DEFAULT_CAPACITY_WARNING,
+);
+
 /// Redis 8's flag for a module setting registered without the module-name prefix
 /// (`REDISMODULE_CONFIG_UNPREFIXED`); Redis 7 refuses a registration that carries it.
 const CONFIG_UNPREFIXED: u32 = 1 << 9;
 /// The first server version (`0x00MMmmpp`) with unprefixed module settings.
 const UNPREFIXED_SINCE: i32 = 0x0008_0000;
+/// What an error rate must be.
+const RATE_RANGE: &str = "error rate must be a number in the open interval (0, 1)";
 
-static ERROR_RATE: AtomicU64 = AtomicU64::new(DEFAULT_ERROR_RATE.to_bits());
-static INITIAL_SIZE: AtomicI64 = AtomicI64::new(DEFAULT_INITIAL_SIZE);
-static EXPANSION: AtomicI64 = AtomicI64::new(DEFAULT_EXPANSION);
-static MAX_FILTER_MEMORY: AtomicI64 = AtomicI64::new(DEFAULT_MAX_FILTER_MEMORY);
-static CAPACITY_WARNING: AtomicI64 = AtomicI64::new(DEFAULT_CAPACITY_WARNING);
 /// Whether the settings were registered without the `bf.` prefix (Redis 8).
 static UNPREFIXED: AtomicBool = AtomicBool::new(false);
-/// Layout of new filters: 0 blocked, 1 classic (RedisBloom's layers).
-static LAYOUT: AtomicI32 = AtomicI32::new(0);
-/// The error rate as last set, returned by `CONFIG GET`; owned by the module.
-static ERROR_RATE_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
-
-/// The parameters of a filter created without explicit ones.
-pub fn default_spec() -> FilterSpec {
-    let expansion = EXPANSION.load(Ordering::Relaxed) as u32;
-    FilterSpec {
-        capacity: INITIAL_SIZE.load(Ordering::Relaxed) as u64,
-        error: f64::from_bits(ERROR_RATE.load(Ordering::Relaxed)).min(MAX_ERROR_RATE),
-        expansion,
-        nonscaling: expansion == 0,
-        layout: layout(),
-    }
-}
 
 /// The server's number of databases (`databases`, fixed at startup), read when the module
 /// loads; 16, the server's default, if it cannot be read.
@@ -98,61 +313,14 @@ pub fn read_databases(ctx: &redis_module::Context) {
     }
 }
 
-/// The layout of new filters.
-pub fn layout() -> Layout {
-    if LAYOUT.load(Ordering::Relaxed) == 1 {
-        Layout::Classic
-    } else {
-        Layout::Blocked
-    }
-}
-
-/// Whether new filters are RedisBloom's classic ones, reporting RedisBloom's figures.
-pub fn classic_mode() -> bool {
-    layout() == Layout::Classic
-}
-
-extern "C" fn get_layout(_name: *const c_char, _privdata: *mut c_void) -> c_int {
-    LAYOUT.load(Ordering::Relaxed)
-}
-
-extern "C" fn set_layout(
-    _name: *const c_char,
-    value: c_int,
-    _privdata: *mut c_void,
-    _err: *mut *mut raw::RedisModuleString,
-) -> c_int {
-    LAYOUT.store(value, Ordering::Relaxed);
-    raw::REDISMODULE_OK as c_int
-}
-
-/// The growth factor of filters created without one.
-pub fn default_expansion() -> u32 {
-    EXPANSION.load(Ordering::Relaxed) as u32
-}
-
 /// The capacity-warning threshold, a percentage of a layer's capacity (0: no warnings).
 pub fn capacity_warning() -> u32 {
-    CAPACITY_WARNING.load(Ordering::Relaxed) as u32
+    CAPACITY_WARNING.integer_value() as u32
 }
 
 /// The configured per-filter memory limit (whatever the context).
 pub fn max_filter_memory() -> u64 {
-    MAX_FILTER_MEMORY.load(Ordering::Relaxed) as u64
-}
-
-/// The default capacity of auto-created filters.
-pub fn initial_size() -> u64 {
-    INITIAL_SIZE.load(Ordering::Relaxed) as u64
-}
-
-/// The default error rate as `CONFIG GET` shows it.
-pub fn error_rate_text() -> String {
-    let text = ERROR_RATE_TEXT.load(Ordering::Acquire);
-    if text.is_null() {
-        return format!("{DEFAULT_ERROR_RATE}");
-    }
-    String::from_utf8_lossy(RedisString::string_as_slice(text)).into_owned()
+    MAX_FILTER_MEMORY.integer_value() as u64
 }
 
 /// The name to register a setting under: on Redis 8 (`flags` carry `CONFIG_UNPREFIXED`) the
@@ -182,36 +350,14 @@ pub fn max_filter_bytes(flags: &ContextFlags) -> u64 {
     if flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING) {
         u64::MAX
     } else {
-        MAX_FILTER_MEMORY.load(Ordering::Relaxed) as u64
+        max_filter_memory()
     }
 }
 
-fn check_error_rate(text: &[u8]) -> Result<f64, &'static str> {
+fn check_rate(text: &[u8]) -> Result<f64, &'static str> {
     match number::parse_f64(text) {
         Some(r) if r > 0.0 && r < 1.0 => Ok(r),
-        _ => Err("error rate must be a number in the open interval (0, 1)"),
-    }
-}
-
-/// Sets the error rate and the text `CONFIG GET` answers.
-fn store_error_rate(rate: f64, text: &[u8]) {
-    if rate > MAX_ERROR_RATE {
-        // CONFIG SET may be repeated: the same budget as a creation's lowered rate.
-        crate::log_limit::error_rate_warning(
-            None,
-            &format!(
-                "layerbloom: error rate {rate} is above {MAX_ERROR_RATE}; filters will use \
-                 {MAX_ERROR_RATE}"
-            ),
-        );
-    }
-    ERROR_RATE.store(rate.to_bits(), Ordering::Relaxed);
-    // Configs are only read and written on the main thread: the old string, once swapped
-    // out, is reachable from nowhere else.
-    let old = ERROR_RATE_TEXT.swap(raw_api::create_string(text), Ordering::AcqRel);
-    if !old.is_null() {
-        // SAFETY: made by `create_string` here, and no longer reachable.
-        unsafe { raw_api::free_string(old) };
+        _ => Err(RATE_RANGE),
     }
 }
 
@@ -224,81 +370,63 @@ fn set_error(err: *mut *mut raw::RedisModuleString, message: &str) -> c_int {
     raw::REDISMODULE_ERR as c_int
 }
 
-extern "C" fn get_error_rate(
-    _name: *const c_char,
-    _privdata: *mut c_void,
-) -> *mut raw::RedisModuleString {
-    ERROR_RATE_TEXT.load(Ordering::Acquire)
+extern "C" fn get_rate(_name: *const c_char, privdata: *mut c_void) -> *mut raw::RedisModuleString {
+    // SAFETY: registered with a `&'static Setting` (`register_one`).
+    unsafe { Setting::of(privdata) }
+        .text
+        .load(Ordering::Acquire)
 }
 
-extern "C" fn set_error_rate(
+extern "C" fn set_rate(
     _name: *const c_char,
     value: *mut raw::RedisModuleString,
-    _privdata: *mut c_void,
+    privdata: *mut c_void,
     err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
+    // SAFETY: registered with a `&'static Setting` (`register_one`).
+    let setting = unsafe { Setting::of(privdata) };
     let text = RedisString::string_as_slice(value);
-    match check_error_rate(text) {
+    match check_rate(text) {
         Ok(rate) => {
-            store_error_rate(rate, text);
+            setting.store_rate(rate, text);
             raw::REDISMODULE_OK as c_int
         }
         Err(message) => set_error(err, message),
     }
 }
 
-/// Which numeric setting a callback serves (passed as the callbacks' private data).
-#[derive(Clone, Copy)]
-#[repr(usize)]
-enum Numeric {
-    InitialSize = 1,
-    Expansion = 2,
-    MaxFilterMemory = 3,
-    CapacityWarning = 4,
-}
-
-impl Numeric {
-    fn from_privdata(p: *mut c_void) -> Option<Self> {
-        match p as usize {
-            1 => Some(Numeric::InitialSize),
-            2 => Some(Numeric::Expansion),
-            3 => Some(Numeric::MaxFilterMemory),
-            4 => Some(Numeric::CapacityWarning),
-            _ => None,
-        }
-    }
-
-    fn cell(self) -> &'static AtomicI64 {
-        match self {
-            Numeric::InitialSize => &INITIAL_SIZE,
-            Numeric::Expansion => &EXPANSION,
-            Numeric::MaxFilterMemory => &MAX_FILTER_MEMORY,
-            Numeric::CapacityWarning => &CAPACITY_WARNING,
-        }
-    }
-}
-
 extern "C" fn get_numeric(_name: *const c_char, privdata: *mut c_void) -> c_longlong {
-    Numeric::from_privdata(privdata).map_or(0, |n| n.cell().load(Ordering::Relaxed))
+    // SAFETY: registered with a `&'static Setting` (`register_one`).
+    unsafe { Setting::of(privdata) }.integer_value()
 }
 
 extern "C" fn set_numeric(
     _name: *const c_char,
     value: c_longlong,
     privdata: *mut c_void,
-    err: *mut *mut raw::RedisModuleString,
+    _err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    match Numeric::from_privdata(privdata) {
-        // Redis has already checked the registered bounds.
-        Some(n) => {
-            let old = n.cell().swap(value, Ordering::Relaxed);
-            if matches!(n, Numeric::CapacityWarning) && old != value {
-                crate::bloom::stats::warning_threshold_changed();
-            }
-            raw::REDISMODULE_OK as c_int
-        }
-        None => set_error(err, "unknown setting"),
-    }
+    // Redis has already checked the registered bounds.
+    // SAFETY: registered with a `&'static Setting` (`register_one`).
+    unsafe { Setting::of(privdata) }.store(value);
+    raw::REDISMODULE_OK as c_int
+}
+
+extern "C" fn get_choice(_name: *const c_char, privdata: *mut c_void) -> c_int {
+    // SAFETY: registered with a `&'static Setting` (`register_one`).
+    unsafe { Setting::of(privdata) }.integer_value() as c_int
+}
+
+extern "C" fn set_choice(
+    _name: *const c_char,
+    value: c_int,
+    privdata: *mut c_void,
+    _err: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    // Redis accepts only the registered choices.
+    // SAFETY: registered with a `&'static Setting` (`register_one`).
+    unsafe { Setting::of(privdata) }.store(i64::from(value));
+    raw::REDISMODULE_OK as c_int
 }
 
 /// The server's version as `0x00MMmmpp`, or 0 where the API to ask is missing.
@@ -317,100 +445,119 @@ fn unprefixed_names_possible(ctx: &Context) -> bool {
     !name.is_some_and(|n| n.to_string_lossy().eq_ignore_ascii_case("valkey"))
 }
 
-/// Registers the settings and loads their values from the server's configuration.
-pub fn register(ctx: &Context) -> Result<(), String> {
-    store_error_rate(DEFAULT_ERROR_RATE, b"0.01");
+/// Registers one setting with the server, under `extra` flags (`CONFIG_UNPREFIXED` or 0);
+/// whether the server accepted it.
+fn register_one(
+    ctx: &Context,
+    setting: &'static Setting,
+    extra: u32,
+) -> Result<bool, &'static str> {
+    let privdata = std::ptr::from_ref(setting) as usize;
     let no_api = |_| "no module config API";
-    let register_error_rate = |flags: u32| {
-        let callbacks = StringConfig {
-            get: Some(get_error_rate),
-            set: Some(set_error_rate),
-            privdata: 0,
-        };
-        let name = registered_name("bf-error-rate", flags);
-        raw_api::register_string_config(ctx, &name, c"0.01", flags, callbacks)
+    let base = match setting.kind {
+        Kind::Memory { .. } => raw::REDISMODULE_CONFIG_MEMORY,
+        _ => raw::REDISMODULE_CONFIG_DEFAULT,
     };
-    // Unprefixed names where the server has them; should it refuse the flag after all,
-    // the prefixed names still work.
-    let mut extra = 0;
-    if unprefixed_names_possible(ctx) && register_error_rate(CONFIG_UNPREFIXED).map_err(no_api)? {
-        extra = CONFIG_UNPREFIXED;
-        UNPREFIXED.store(true, Ordering::Relaxed);
-    } else if !register_error_rate(raw::REDISMODULE_CONFIG_DEFAULT).map_err(no_api)? {
-        return Err("could not register bf-error-rate".into());
+    let flags = base | extra;
+    let name = registered_name(setting.name, flags);
+    match setting.kind {
+        Kind::Rate { .. } => {
+            let callbacks = StringConfig {
+                get: Some(get_rate),
+                set: Some(set_rate),
+                privdata,
+            };
+            raw_api::register_string_config(ctx, &name, setting.default_text, flags, callbacks)
+        }
+        Kind::Choice(choices) => {
+            let callbacks = EnumConfig {
+                get: Some(get_choice),
+                set: Some(set_choice),
+                privdata,
+            };
+            let pairs: Vec<(&CStr, c_int)> =
+                choices.iter().zip(0..).map(|(&c, i)| (c, i)).collect();
+            raw_api::register_enum_config(
+                ctx,
+                &name,
+                setting.default as c_int,
+                flags,
+                &pairs,
+                callbacks,
+            )
+        }
+        Kind::Integer { min, max } => numeric(ctx, setting, &name, flags, (min, max), privdata),
+        Kind::Percentage => numeric(ctx, setting, &name, flags, (0, 100), privdata),
+        Kind::Memory { min } => numeric(ctx, setting, &name, flags, (min, i64::MAX), privdata),
     }
-    let numerics: [(&str, i64, u32, i64, i64, Numeric); 4] = [
-        (
-            "bf-initial-size",
-            DEFAULT_INITIAL_SIZE,
-            raw::REDISMODULE_CONFIG_DEFAULT,
-            1,
-            MAX_CAPACITY as i64,
-            Numeric::InitialSize,
-        ),
-        (
-            "bf-expansion-factor",
-            DEFAULT_EXPANSION,
-            raw::REDISMODULE_CONFIG_DEFAULT,
-            0,
-            i64::from(MAX_EXPANSION),
-            Numeric::Expansion,
-        ),
-        (
-            "bf-max-filter-memory",
-            DEFAULT_MAX_FILTER_MEMORY,
-            raw::REDISMODULE_CONFIG_MEMORY,
-            MIN_MAX_FILTER_MEMORY,
-            i64::MAX,
-            Numeric::MaxFilterMemory,
-        ),
-        (
-            "bf-capacity-warning",
-            DEFAULT_CAPACITY_WARNING,
-            raw::REDISMODULE_CONFIG_DEFAULT,
-            0,
-            100,
-            Numeric::CapacityWarning,
-        ),
-    ];
-    for (setting, default, flags, min, max, which) in numerics {
-        let callbacks = NumericConfig {
-            get: Some(get_numeric),
-            set: Some(set_numeric),
-            privdata: which as usize,
-        };
-        let accepted = raw_api::register_numeric_config(
-            ctx,
-            &registered_name(setting, flags | extra),
-            (default, min, max),
-            flags | extra,
-            callbacks,
-        );
-        if !accepted.map_err(no_api)? {
-            return Err(format!("could not register {setting}"));
+    .map_err(no_api)
+}
+
+fn numeric(
+    ctx: &Context,
+    setting: &Setting,
+    name: &CStr,
+    flags: u32,
+    (min, max): (i64, i64),
+    privdata: usize,
+) -> Result<bool, raw_api::Missing> {
+    let callbacks = NumericConfig {
+        get: Some(get_numeric),
+        set: Some(set_numeric),
+        privdata,
+    };
+    raw_api::register_numeric_config(ctx, name, (setting.default, min, max), flags, callbacks)
+}
+
+/// Every setting of `settings` once, in their order (a setting that applies to several
+/// structures is listed by each).
+pub fn distinct(settings: &[&'static Setting]) -> Vec<&'static Setting> {
+    let mut seen: Vec<&'static Setting> = Vec::with_capacity(settings.len());
+    for &setting in settings {
+        if !seen.iter().any(|s| std::ptr::eq(*s, setting)) {
+            seen.push(setting);
         }
     }
-    let callbacks = EnumConfig {
-        get: Some(get_layout),
-        set: Some(set_layout),
-        privdata: 0,
-    };
-    let accepted = raw_api::register_enum_config(
-        ctx,
-        &registered_name("bf-layout", extra),
-        0,
-        raw::REDISMODULE_CONFIG_DEFAULT | extra,
-        &[(c"blocked", 0), (c"classic", 1)],
-        callbacks,
-    );
-    if !accepted.map_err(no_api)? {
-        return Err("could not register bf-layout".into());
+    seen
+}
+
+/// Registers the settings (each once) and loads their values from the server's
+/// configuration. The first is registered unprefixed where the server may have such names;
+/// should it refuse the flag after all, every setting keeps the prefixed name.
+pub fn register(ctx: &Context, settings: &[&'static Setting]) -> Result<(), String> {
+    let settings = distinct(settings);
+    for setting in &settings {
+        if let Kind::Rate { .. } = setting.kind {
+            setting.store_rate(setting.rate_value(), setting.default_text.to_bytes());
+        }
     }
-    crate::clock::register(ctx, extra)?;
-    if !raw_api::load_configs(ctx).map_err(no_api)? {
+    let Some((first, rest)) = settings.split_first() else {
+        return Ok(());
+    };
+    let mut extra = 0;
+    if unprefixed_names_possible(ctx) && register_one(ctx, first, CONFIG_UNPREFIXED)? {
+        extra = CONFIG_UNPREFIXED;
+        UNPREFIXED.store(true, Ordering::Relaxed);
+    } else if !register_one(ctx, first, 0)? {
+        return Err(format!("could not register {}", first.name));
+    }
+    for setting in rest {
+        if !register_one(ctx, setting, extra)? {
+            return Err(format!("could not register {}", setting.name));
+        }
+    }
+    if !raw_api::load_configs(ctx).map_err(|_| "no module config API")? {
         return Err("the bf settings in the server configuration are invalid".into());
     }
     Ok(())
+}
+
+/// The `INFO bf_settings` fields of `settings` (each once): each as `CONFIG GET` shows it.
+pub fn info_fields(settings: &[&'static Setting]) -> Vec<(Cow<'static, str>, String)> {
+    distinct(settings)
+        .into_iter()
+        .map(|s| (s.info_field(), s.text()))
+        .collect()
 }
 
 /// Parses a memory amount as Redis does: a number with an optional unit (`k`, `kb`, `m`, `mb`,
@@ -433,8 +580,12 @@ pub fn parse_memory(text: &[u8]) -> Option<i64> {
     number::parse_i64(digits.as_bytes())?.checked_mul(unit)
 }
 
-/// Applies load-time arguments: `NAME VALUE` pairs, names case-insensitive.
-pub fn apply_module_args(module_args: &[RedisString]) -> Result<(), String> {
+/// Applies load-time arguments to `settings`: `NAME VALUE` pairs, names (a setting's, or
+/// RedisBloom's legacy one) case-insensitive.
+pub fn apply_module_args(
+    settings: &[&'static Setting],
+    module_args: &[RedisString],
+) -> Result<(), String> {
     if !module_args.len().is_multiple_of(2) {
         return Err("module arguments come in NAME VALUE pairs".into());
     }
@@ -442,48 +593,16 @@ pub fn apply_module_args(module_args: &[RedisString]) -> Result<(), String> {
         let name = pair[0].to_string_lossy().to_ascii_lowercase();
         let value = pair[1].as_slice();
         let shown = String::from_utf8_lossy(value);
-        match name.as_str() {
-            "error_rate" | "bf-error-rate" => {
-                let rate = check_error_rate(value).map_err(|m| format!("{name} {shown}: {m}"))?;
-                store_error_rate(rate, value);
-            }
-            "initial_size" | "bf-initial-size" => {
-                let n = number::parse_i64(value)
-                    .filter(|n| (1..=MAX_CAPACITY as i64).contains(n))
-                    .ok_or_else(|| {
-                        format!("{name} {shown}: must be an integer in [1, {MAX_CAPACITY}]")
-                    })?;
-                INITIAL_SIZE.store(n, Ordering::Relaxed);
-            }
-            "expansion" | "bf-expansion-factor" => {
-                let n = number::parse_i64(value)
-                    .filter(|n| (0..=i64::from(MAX_EXPANSION)).contains(n))
-                    .ok_or_else(|| {
-                        format!("{name} {shown}: must be an integer in [0, {MAX_EXPANSION}]")
-                    })?;
-                EXPANSION.store(n, Ordering::Relaxed);
-            }
-            "bf-layout" => {
-                let value = match value.to_ascii_lowercase().as_slice() {
-                    b"blocked" => 0,
-                    b"classic" => 1,
-                    _ => return Err(format!("{name} {shown}: must be blocked or classic")),
-                };
-                LAYOUT.store(value, Ordering::Relaxed);
-            }
-            "bf-capacity-warning" => {
-                let n = number::parse_i64(value)
-                    .filter(|n| (0..=100).contains(n))
-                    .ok_or_else(|| format!("{name} {shown}: must be a percentage, 0 to 100"))?;
-                CAPACITY_WARNING.store(n, Ordering::Relaxed);
-            }
-            "bf-max-filter-memory" => {
-                let n = parse_memory(value)
-                    .filter(|&n| n >= MIN_MAX_FILTER_MEMORY)
-                    .ok_or_else(|| format!("{name} {shown}: must be a memory size of at least {MIN_MAX_FILTER_MEMORY} bytes"))?;
-                MAX_FILTER_MEMORY.store(n, Ordering::Relaxed);
-            }
-            _ => return Err(format!("unknown module argument '{name}'")),
+        let setting = settings
+            .iter()
+            .find(|s| s.name == name || s.legacy == Some(name.as_str()))
+            .ok_or_else(|| format!("unknown module argument '{name}'"))?;
+        let parsed = setting
+            .parse(value)
+            .ok_or_else(|| format!("{name} {shown}: {}", setting.must()))?;
+        match setting.kind {
+            Kind::Rate { .. } => setting.store_rate(f64::from_bits(parsed as u64), value),
+            _ => setting.store(parsed),
         }
     }
     Ok(())
@@ -507,10 +626,10 @@ mod tests {
 
     #[test]
     fn error_rates_must_be_in_the_open_unit_interval() {
-        assert_eq!(check_error_rate(b"0.001"), Ok(0.001));
-        assert_eq!(check_error_rate(b"0.5"), Ok(0.5));
-        assert!(check_error_rate(b"0").is_err());
-        assert!(check_error_rate(b"1").is_err());
-        assert!(check_error_rate(b"abc").is_err());
+        assert_eq!(check_rate(b"0.001"), Ok(0.001));
+        assert_eq!(check_rate(b"0.5"), Ok(0.5));
+        assert!(check_rate(b"0").is_err());
+        assert!(check_rate(b"1").is_err());
+        assert!(check_rate(b"abc").is_err());
     }
 }

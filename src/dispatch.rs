@@ -22,6 +22,9 @@ pub type CommandResult = Result<(), BfError>;
 
 /// A command's handler, called with a count of arguments its table accepts.
 pub type Handler = fn(&Context, &[RedisString]) -> CommandResult;
+/// Counts an error a handler returned among its structure's refusals (`INFO bf`), before it
+/// is replied: each table names its structure's.
+pub type Refused = fn(&BfError);
 pub type RawCommand =
     extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 
@@ -37,14 +40,14 @@ pub struct Command {
 const INLINE_ARGS: usize = 8;
 
 /// Runs a handler on the call's arguments: refuses a wrong argument count (Redis checks
-/// only the minimum of a variable arity), replies the handler's error, and turns a panic into
-/// an error reply and a log line instead of an abort of the server.
+/// only the minimum of a variable arity), counts (`refused`) and replies the handler's error,
+/// and turns a panic into an error reply and a log line instead of an abort of the server.
 pub fn dispatch(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
     spec: &'static CommandSpec,
-    handler: Handler,
+    (handler, refused): (Handler, Refused),
 ) -> c_int {
     let context = Context::new(ctx);
     let count = usize::try_from(argc).unwrap_or(0);
@@ -78,7 +81,10 @@ pub fn dispatch(
     };
     match outcome {
         Ok(Ok(())) => {}
-        Ok(Err(e)) => Reply::new(&context).error(&e),
+        Ok(Err(e)) => {
+            refused(&e);
+            Reply::new(&context).error(&e);
+        }
         Err(()) => Reply::new(&context).error(&BfError::Internal),
     }
     raw::REDISMODULE_OK as c_int
@@ -94,11 +100,19 @@ fn as_strings(views: &[ManuallyDrop<RedisString>]) -> &[RedisString] {
     unsafe { &*(views as *const [ManuallyDrop<RedisString>] as *const [RedisString]) }
 }
 
-/// Expands a structure's table (`bf/table.rs`) into its ACL category, `CATEGORY`, and its
+/// Expands a structure's table (`bloom/table.rs`) into its ACL category, `CATEGORY`, and its
 /// commands, `COMMANDS`: for each entry an `extern "C"` function that Redis calls, passing the
-/// call to [`dispatch`] with the entry and the handler.
+/// call to [`dispatch`] with the entry, the handler and the structure's count of refusals
+/// (`refused:`, optional).
 macro_rules! command_table {
     (category: $category:literal; $($handler:path => $spec:expr,)*) => {
+        $crate::dispatch::command_table! {
+            category: $category;
+            refused: $crate::dispatch::uncounted;
+            $($handler => $spec,)*
+        }
+    };
+    (category: $category:literal; refused: $refused:path; $($handler:path => $spec:expr,)*) => {
         #[allow(unused_imports)]
         use $crate::command_spec::*;
 
@@ -112,7 +126,7 @@ macro_rules! command_table {
                 argv: *mut *mut ::redis_module::raw::RedisModuleString,
                 argc: ::std::ffi::c_int,
             ) -> ::std::ffi::c_int {
-                $crate::dispatch::dispatch(ctx, argv, argc, &SPEC, $handler)
+                $crate::dispatch::dispatch(ctx, argv, argc, &SPEC, ($handler, $refused))
             }
             $crate::dispatch::Command {
                 spec: &SPEC,
@@ -123,6 +137,10 @@ macro_rules! command_table {
     };
 }
 pub(crate) use command_table;
+
+/// The count of refusals of a table that names none: its structure counts its own where they
+/// arise.
+pub fn uncounted(_: &BfError) {}
 
 /// Creates every command of the tables (first key at argument 1 for all of them).
 pub fn register(ctx: &Context, tables: &[&[Command]]) -> Result<(), String> {

@@ -1,16 +1,19 @@
 //! layerbloom: scalable Bloom filters as a native Redis data type, a drop-in for RedisBloom's
 //! `BF.*` commands. This crate is the thin glue between Redis and the pure core in
 //! `layerbloom-filter`: argument parsing, replies, the data type's callbacks and settings.
+//!
+//! Each structure is a folder of its own (`bloom/`, `cuckoo/`) and one entry of
+//! [`STRUCTURES`], the registry; the other files are the shared glue, which names no structure.
 
 mod alloc;
-mod bloom;
 mod clock;
 mod command_docs;
 mod command_spec;
 mod config;
-mod cuckoo;
 mod dispatch;
 mod error;
+mod info;
+mod info_request;
 mod keys;
 mod log;
 mod log_limit;
@@ -18,17 +21,25 @@ mod memory;
 mod number;
 mod raw_api;
 mod reply;
+mod structure;
 mod type_callbacks;
 mod types;
 
+mod bloom;
+mod cuckoo;
+
 use redis_module::{Context, RedisString, Status};
+
+use crate::config::Setting;
+use crate::structure::Structure;
 
 /// The version `MODULE LIST` reports: the RedisBloom API level implemented (2.8), so tools
 /// that gate features on RedisBloom's version see the BF commands they expect.
 const MODULE_VERSION: i32 = 20800;
 
-/// The command table of each structure.
-const TABLES: &[&[dispatch::Command]] = &[bloom::COMMANDS, cuckoo::COMMANDS];
+/// The registry: one entry per structure (its commands, data types, settings and INFO
+/// sections), in the order their commands are registered and their INFO sections shown.
+static STRUCTURES: &[&Structure] = &[&bloom::STRUCTURE, &cuckoo::STRUCTURE];
 
 #[cfg(not(test))]
 type Allocator = alloc::ModuleAlloc;
@@ -55,7 +66,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         );
         return Status::Err;
     }
-    if let Err(why) = types::register(ctx) {
+    if let Err(why) = types::register(ctx, STRUCTURES) {
         log::warning(Some(ctx), &format!("layerbloom: {why}"));
         return Status::Err;
     }
@@ -71,36 +82,34 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
             "layerbloom: numbers follow this server's parser, which refuses hexadecimal floats",
         );
     }
-    let setup = dispatch::register(ctx, TABLES)
-        .and_then(|()| config::register(ctx))
-        .and_then(|()| config::apply_module_args(args));
+    let tables: Vec<&[dispatch::Command]> = STRUCTURES.iter().map(|s| s.commands).collect();
+    // Every structure's settings, then the shared glue's own (the test clock's).
+    let structures_settings: Vec<&'static Setting> = STRUCTURES
+        .iter()
+        .flat_map(|s| s.settings.iter().copied())
+        .collect();
+    let mut settings = structures_settings.clone();
+    settings.extend(clock::SETTINGS);
+    let setup = dispatch::register(ctx, &tables)
+        .and_then(|()| config::register(ctx, &settings))
+        .and_then(|()| config::apply_module_args(&settings, args));
     if let Err(why) = setup {
         log::warning(Some(ctx), &format!("layerbloom: {why}"));
         return Status::Err;
     }
     config::read_databases(ctx);
-    // The sizing model's tables and shapes are built on first use (milliseconds each): build
-    // the default filter's whole ladder of layer rates now, while the server loads, rather
-    // than inside the first command that creates, grows or reports on such a filter.
-    let mut rate = config::default_spec().first_layer_error();
-    while rate >= layerbloom_filter::bloom::sizing::MIN_SIZING_ERROR / 2.0 {
-        let _ = layerbloom_filter::bloom::sizing::shape_for(rate);
-        rate *= layerbloom_filter::bloom::chain::TIGHTENING;
+    for structure in STRUCTURES {
+        (structure.loaded)();
     }
     log::notice(
         Some(ctx),
         &format!(
             "layerbloom: settings are named {} (CONFIG SET / CONFIG GET)",
-            [
-                "bf-error-rate",
-                "bf-initial-size",
-                "bf-expansion-factor",
-                "bf-max-filter-memory",
-                "bf-layout",
-                "bf-capacity-warning",
-            ]
-            .map(config::setting_name)
-            .join(", ")
+            config::distinct(&structures_settings)
+                .iter()
+                .map(|s| config::setting_name(s.name))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     );
     if clock::TEST_CLOCK {
@@ -110,11 +119,11 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
              bf-test-clock-offset-ms; never run it in production",
         );
     }
-    // Replaces the crate's own INFO callback: `INFO bf` shows sections bf_stats and bf_settings.
-    raw_api::register_info_func(ctx, Some(bloom::stats::info_callback));
+    // Replaces the crate's own INFO callback: `INFO bf` shows every structure's sections.
+    info::register(ctx, STRUCTURES);
     // Docs and ACL categories help clients and operators; a server that refuses them still
     // runs every command, so this is logged, not fatal.
-    match command_docs::register(ctx, TABLES) {
+    match command_docs::register(ctx, &tables) {
         Ok(r) => {
             let named = |categories: &[&str]| {
                 categories

@@ -1,7 +1,7 @@
-//! Server-wide budgets for the warnings a client can cause in the log: capacity warnings (Bloom
-//! and cuckoo, each its own budget), error rates lowered to the maximum, refused COPY commands,
-//! and values a client's RESTORE brought (refused or repaired). Every crossing of the warning threshold is a keyspace
-//! event and is counted in `INFO bf`, but a client that fills many tiny filters (or one filter
+//! Server-wide budgets for the warnings a client can cause in the log: error rates lowered to
+//! the maximum, refused COPY commands, values a client's RESTORE brought (refused or
+//! repaired), internal errors; and each structure's own [`Budget`]s (its capacity warnings).
+//! Every crossing of a warning threshold is a keyspace event and is counted in `INFO bf`, but a client that fills many tiny filters (or one filter
 //! with EXPANSION 1) crosses once per add, and one that creates filters at an error rate of
 //! 0.5 warns once per creation: a line each would let it fill the disk. At most
 //! [`LINES_PER_SECOND`] warnings of each kind are written in a second; the rest are counted,
@@ -18,7 +18,7 @@ use redis_module::Context;
 pub const LINES_PER_SECOND: u64 = 10;
 
 /// The log budget of one kind of warning.
-struct Budget {
+pub struct Budget {
     /// What the warnings are, for the line that reports the ones left out.
     what: &'static str,
     /// The second (since the first warning) that `lines` counts.
@@ -32,7 +32,8 @@ struct Budget {
 }
 
 impl Budget {
-    const fn new(what: &'static str) -> Self {
+    /// A budget for warnings of `what` (as the line reporting those left out names them).
+    pub const fn new(what: &'static str) -> Self {
         Budget {
             what,
             window: AtomicU64::new(u64::MAX),
@@ -42,8 +43,13 @@ impl Budget {
         }
     }
 
+    /// Warnings left out of the log since the server started.
+    pub fn suppressed(&self) -> u64 {
+        self.suppressed.load(Ordering::Relaxed)
+    }
+
     /// Writes `message` if this second's budget allows, else counts it as left out.
-    fn warning(&self, ctx: Option<&Context>, message: &str) {
+    pub fn warning(&self, ctx: Option<&Context>, message: &str) {
         let now = second_now();
         if self.window.swap(now, Ordering::Relaxed) != now {
             self.lines.store(0, Ordering::Relaxed);
@@ -68,14 +74,6 @@ impl Budget {
     }
 }
 
-static CAPACITY: Budget = Budget::new(
-    "capacity warnings (INFO bf capacity_warnings_suppressed counts them all, the \
-     bf.capacity keyspace events report each)",
-);
-static CF_CAPACITY: Budget = Budget::new(
-    "cuckoo capacity warnings (INFO bf cf_capacity_warnings_suppressed counts them all, the \
-     cf.capacity keyspace events report each)",
-);
 static ERROR_RATE: Budget = Budget::new("warnings of error rates above a quarter");
 static COPY: Budget = Budget::new("warnings of refused COPY commands");
 static INTERNAL: Budget = Budget::new("lines about internal errors (panics caught)");
@@ -85,16 +83,6 @@ static LOAD: Budget =
 fn second_now() -> u64 {
     static START: OnceLock<Instant> = OnceLock::new();
     START.get_or_init(Instant::now).elapsed().as_secs()
-}
-
-/// Writes a capacity warning if this second's budget allows, else counts it as suppressed.
-pub fn capacity_warning(ctx: &Context, message: &str) {
-    CAPACITY.warning(Some(ctx), message);
-}
-
-/// Writes a cuckoo filter's capacity warning within its own budget.
-pub fn cf_capacity_warning(ctx: &Context, message: &str) {
-    CF_CAPACITY.warning(Some(ctx), message);
 }
 
 /// Writes a warning that an error rate was lowered to the maximum, within its own budget.
@@ -122,14 +110,4 @@ pub fn load_warning(from_client: bool, message: &str) {
 /// one (a bug), repeating it must not fill the disk.
 pub fn internal_error(message: &str) {
     INTERNAL.warning(None, message);
-}
-
-/// Capacity warnings left out of the log since the server started.
-pub fn suppressed() -> u64 {
-    CAPACITY.suppressed.load(Ordering::Relaxed)
-}
-
-/// Cuckoo capacity warnings left out of the log since the server started.
-pub fn cf_suppressed() -> u64 {
-    CF_CAPACITY.suppressed.load(Ordering::Relaxed)
 }

@@ -1,4 +1,5 @@
-//! The server's `maxmemory` as a limit on new layers. Redis checks `maxmemory` only before a
+//! The per-filter memory limit and the server's `maxmemory` as limits on new layers (and
+//! slices, sub-filters: whatever a structure allocates as it grows). Redis checks `maxmemory` only before a
 //! deny-oom command runs, so one BF.RESERVE under the limit could still allocate gigabytes
 //! past it. Every command that allocates a layer (creating or growing a filter, a BF.LOADCHUNK
 //! header, a client's RESTORE) is refused with Redis's own OOM error when used memory plus the
@@ -9,15 +10,11 @@
 //!
 //! Commands from the primary and replayed from the AOF (and values loaded while the server is
 //! loading) are never refused: a replica builds what its primary accepted. Adds that cannot
-//! grow the filter (its newest layer has room for all their items) skip the check.
+//! grow the filter (its newest layer has room for all their items) skip the check (each
+//! structure knows when: `bloom/limits.rs`).
 
-use layerbloom_filter::bloom::chain::MAX_LAYERS;
-use layerbloom_filter::bloom::codec::CodecError;
-use layerbloom_filter::bloom::health::Load;
-use layerbloom_filter::{FilterError, ScalableFilter};
 use redis_module::ContextFlags;
 
-use crate::error::BfError;
 use crate::raw_api;
 
 /// Flags under which no memory limit applies: the primary or the AOF decided already.
@@ -125,44 +122,16 @@ impl Limits {
         ))
     }
 
-    /// The limits of an add of `items` items to `current`, under the command's context
-    /// `flags` (read only when the add may grow the filter). An add that cannot grow it gets
-    /// no limits: only growth allocates, so the core never consults them and the errors of
-    /// such an add (a full non-scaling filter, the layer cap) are not about them.
-    /// `load`: the filter's counts now.
-    pub fn for_add<'f>(
-        flags: impl FnOnce() -> &'f ContextFlags,
-        current: &ScalableFilter,
-        load: &Load,
-        items: usize,
-    ) -> Self {
-        if !may_grow(load, items) {
-            return Limits {
-                filter: u64::MAX,
-                memory: None,
-            };
-        }
-        let flags = flags();
-        let memory = if flags.contains(ContextFlags::MAXMEMORY) {
-            headroom(flags).map(|room| current.memory_usage().saturating_add(room))
-        } else {
-            None
-        };
-        Limits {
-            filter: crate::config::max_filter_bytes(flags),
-            memory,
-        }
-    }
-
     /// No limit: for an add that cannot allocate (its errors are not about memory).
     pub const NONE: Limits = Limits {
         filter: u64::MAX,
         memory: None,
     };
 
-    /// The limits of an add that may allocate (a new slice or a slice's new layer) in a
-    /// windowed filter of `current_bytes` bytes: the whole filter is held to the limits.
-    pub fn for_window_add(flags: &ContextFlags, current_bytes: u64) -> Self {
+    /// The limits of a write that may grow a filter of `current_bytes` bytes (a new layer,
+    /// slice or sub-filter): the whole filter is held to the per-filter limit, its growth to
+    /// what `maxmemory` leaves.
+    pub fn for_growth(flags: &ContextFlags, current_bytes: u64) -> Self {
         let memory = if flags.contains(ContextFlags::MAXMEMORY) {
             headroom(flags).map(|room| current_bytes.saturating_add(room))
         } else {
@@ -183,37 +152,4 @@ impl Limits {
     pub fn is_memory(&self, limit: u64) -> bool {
         self.memory.is_some_and(|m| m < self.filter && limit == m)
     }
-
-    /// The error of a failed creation.
-    pub fn create_error(&self, e: FilterError) -> BfError {
-        match e {
-            FilterError::OverLimit { limit, .. } if self.is_memory(limit) => BfError::OverMaxmemory,
-            e => BfError::from_create(e),
-        }
-    }
-
-    /// The error of a failed add.
-    pub fn add_error(&self, e: FilterError) -> BfError {
-        match e {
-            FilterError::OverLimit { limit, .. } if self.is_memory(limit) => BfError::OverMaxmemory,
-            e => BfError::from_add(e),
-        }
-    }
-
-    /// The error of a refused BF.LOADCHUNK.
-    pub fn codec_error(&self, e: CodecError) -> BfError {
-        match e {
-            CodecError::Filter(f) => self.create_error(f),
-            e => BfError::from_codec(e),
-        }
-    }
-}
-
-/// Whether adding `items` items could fill the newest layer and so grow the filter (never a
-/// non-scaling filter, or one at the layer cap: their adds are refused without allocating).
-fn may_grow(load: &Load, items: usize) -> bool {
-    if load.expansion == 0 || load.layers >= MAX_LAYERS {
-        return false;
-    }
-    load.newest_capacity.saturating_sub(load.newest_items) < items as u64
 }

@@ -5,8 +5,8 @@ use std::ffi::{c_char, c_long, c_longlong};
 
 use redis_module::{raw, Context, ContextFlags};
 
-use crate::bloom::stats;
 use crate::error::BfError;
+use crate::info_request::InfoRequest;
 use crate::raw_api;
 
 /// Writes the reply of one command.
@@ -73,16 +73,45 @@ impl<'a> Reply<'a> {
         raw::reply_with_map(self.ctx.get_raw(), len as c_long);
     }
 
-    /// An error reply with the error's exact text. Every error a client sees passes here, so
-    /// refusals (full, over the memory limit) are counted here for `INFO bf`.
+    /// An error reply with the error's exact text (every error a client sees passes here).
     pub fn error(&self, error: &BfError) {
-        stats::refused(error);
         if *error == BfError::WrongArity {
             raw_api::reply_wrong_arity(self.ctx);
             return;
         }
         let text = std::ffi::CString::new(error.to_string()).expect("error texts have no NUL");
         raw_api::reply_error(self.ctx, &text);
+    }
+}
+
+/// The reply of an INFO command (BF.INFO, CF.INFO): the `(full, health)` fields as a map
+/// (RESP2: a flat array), or one field, in RESP2 an array of its value, in RESP3 a one-entry
+/// map. `title` names a field, `value` replies its value.
+pub fn info<F: Copy>(
+    reply: &Reply,
+    request: InfoRequest<F>,
+    (full, health): (&[F], &[F]),
+    title: impl Fn(F) -> &'static std::ffi::CStr,
+    value: impl Fn(F),
+) {
+    let fields = match request {
+        InfoRequest::Full => full,
+        InfoRequest::Health => health,
+        InfoRequest::One(field) => {
+            if reply.is_resp3() {
+                reply.map(1);
+                reply.simple(title(field));
+            } else {
+                reply.array(1);
+            }
+            value(field);
+            return;
+        }
+    };
+    reply.map(fields.len());
+    for &field in fields {
+        reply.simple(title(field));
+        value(field);
     }
 }
 

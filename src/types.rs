@@ -3,22 +3,14 @@
 //! RedisBloom loaded already (Redis 8 builds with their bundled modules load it at start) holds
 //! them. Without this the load fails with no word of why, and a server starting aborts.
 
-use redis_module::native_types::RedisType;
 use redis_module::Context;
 
-use crate::bloom::datatype::BLOOM_TYPE;
-use crate::bloom::window::datatype::WINDOW_TYPE;
-use crate::cuckoo::datatype::{CUCKOO_TYPE, WIDE_CUCKOO_TYPE};
+use crate::structure::Structure;
 
-/// Creates every data type (OnLoad only), or says which name is taken and what to do.
-pub fn register(ctx: &Context) -> Result<(), String> {
-    let types: [(&RedisType, &str); 4] = [
-        (&BLOOM_TYPE, "MBbloom--"),
-        (&CUCKOO_TYPE, "MBbloomCF"),
-        (&WIDE_CUCKOO_TYPE, "LBcuckoo-"),
-        (&WINDOW_TYPE, "LBbloomW-"),
-    ];
-    for (ty, name) in types {
+/// Creates every structure's data types (OnLoad only), or says which name is taken and what
+/// to do.
+pub fn register(ctx: &Context, structures: &[&Structure]) -> Result<(), String> {
+    for &(ty, name) in structures.iter().flat_map(|s| s.types) {
         if ty.create_data_type(ctx.ctx).is_err() {
             return Err(taken(name));
         }

@@ -1119,6 +1119,48 @@ fn info_bf_sums_the_filters_layers_items_and_bytes() {
     assert_eq!(info_bf_i64(&mut con, "bf_items"), 0);
 }
 
+/// Each structure counts its own refusals: a CF.RESERVE refused by the memory limit is a
+/// cuckoo refusal, not one of Bloom's `bf_refused_create_over_limit` (which counted it once).
+#[test]
+fn a_refused_cf_reserve_is_not_counted_among_bloom_s_refusals() {
+    require_own_server!();
+    let s = Server::start();
+    let mut con = s.conn();
+    config_set(&mut con, &setting("bf-max-filter-memory"), "64kb");
+    let refused = con.err_text(&cmd!("CF.RESERVE", "huge", 10_000_000));
+    assert!(refused.starts_with("ERR"), "{refused}");
+    let info = info_bf(&mut con);
+    assert_eq!(info["bf_refused_create_over_limit"], "0");
+    assert_eq!(info["bf_refused_adds"], "0");
+    assert_eq!(info["bf_cf_filters"], "0");
+    // A full non-scaling cuckoo filter's refusal is the cuckoo figures' alone.
+    con.ok(&cmd!(
+        "CF.RESERVE",
+        "fixed",
+        2,
+        "EXPANSION",
+        0,
+        "BUCKETSIZE",
+        1
+    ));
+    let mut full = 0;
+    for i in 0..20 {
+        if let Value::Array(xs) = con.raw(&cmd!("CF.INSERT", "fixed", "ITEMS", format!("i{i}"))) {
+            full += xs.iter().filter(|x| **x == Value::Int(-1)).count();
+        }
+    }
+    assert!(full > 0);
+    let info = info_bf(&mut con);
+    assert_eq!(info["bf_cf_refused_full"], full.to_string());
+    assert_eq!(info["bf_refused_full"], "0");
+    assert_eq!(info["bf_refused_create_over_limit"], "0");
+    // Bloom's own refusals still count there.
+    assert!(con
+        .err_text(&cmd!("BF.RESERVE", "huge", "0.01", 1_000_000))
+        .starts_with("ERR Insufficient memory to create filter"));
+    assert_eq!(info_bf_i64(&mut con, "bf_refused_create_over_limit"), 1);
+}
+
 #[test]
 fn info_bf_counts_refusals_and_filters_over_the_threshold() {
     require_own_server!();

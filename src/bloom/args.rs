@@ -5,6 +5,7 @@
 use layerbloom_filter::{FilterSpec, Layout};
 
 use crate::error::BfError;
+pub use crate::info_request::InfoRequest;
 use crate::number::{parse_f64, parse_i64};
 
 /// Largest capacity a filter may be created with.
@@ -366,35 +367,10 @@ impl InfoField {
     }
 }
 
-/// What a `BF.INFO` (or, with its own fields, a `CF.INFO`) asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InfoRequest<F = InfoField> {
-    /// No field word: RedisBloom's fields, as a map (RESP2: a flat array).
-    Full,
-    /// `HEALTH`: the health figures, as a map (RESP2: a flat array).
-    Health,
-    /// One field word: RESP2 an array of its value, RESP3 a one-entry map.
-    One(F),
-}
-
-impl InfoRequest {
+impl InfoRequest<InfoField> {
     /// The request of `BF.INFO key [word]`.
     pub fn parse(word: Option<&[u8]>) -> Result<Self, BfError> {
         Self::parse_with(word, InfoField::parse)
-    }
-}
-
-impl<F> InfoRequest<F> {
-    /// The request of an INFO command whose field words `field` reads.
-    pub fn parse_with(
-        word: Option<&[u8]>,
-        field: impl FnOnce(&[u8]) -> Result<F, BfError>,
-    ) -> Result<Self, BfError> {
-        match word {
-            None => Ok(InfoRequest::Full),
-            Some(w) if is_word(w, "HEALTH") => Ok(InfoRequest::Health),
-            Some(w) => field(w).map(InfoRequest::One),
-        }
     }
 }
 

@@ -14,35 +14,25 @@ use layerbloom_filter::bloom::codec;
 use layerbloom_filter::bloom::health;
 use layerbloom_filter::window::codec as window_codec;
 use layerbloom_filter::{FilterError, FilterSpec, Layout, ScalableFilter};
-use redis_module::key::RedisKeyWritable;
 use redis_module::{Context, ContextFlags, KeyType, RedisString};
 
 use crate::bloom::args::{self, InfoField, InfoRequest, Window};
-use crate::bloom::datatype::BLOOM_TYPE;
+use crate::bloom::limits::{self, Refusals};
 use crate::bloom::propagate::{self, Before, Change};
-use crate::bloom::stats;
-use crate::bloom::window::{self as windowed, InfoView, Value, ValueMut};
+use crate::bloom::settings;
+use crate::bloom::value::{self, Value, ValueMut};
+use crate::bloom::window::view::{self, InfoView};
+use crate::bloom::window::{self as windowed};
 use crate::clock;
 use crate::config;
 use crate::dispatch::CommandResult;
 use crate::error::BfError;
-use crate::keys;
 use crate::memory::Limits;
 use crate::number;
-use crate::reply::Reply;
+use crate::reply::{self, Reply};
 
 fn slices(args: &[RedisString]) -> Vec<&[u8]> {
     args.iter().map(RedisString::as_slice).collect()
-}
-
-/// Stores a new filter under an empty key and returns it.
-fn store_filter(
-    key: &RedisKeyWritable,
-    filter: ScalableFilter,
-) -> Result<&mut ScalableFilter, BfError> {
-    let stored = keys::store(key, &BLOOM_TYPE, filter)?;
-    stats::entered(stored);
-    Ok(stored)
 }
 
 /// The layout of a filter a command creates. layerbloom propagates its own creations as
@@ -53,7 +43,7 @@ fn creation_layout(flags: &ContextFlags) -> Layout {
     if is_from_redisbloom(flags) {
         Layout::Classic
     } else {
-        config::layout()
+        settings::layout()
     }
 }
 
@@ -112,10 +102,10 @@ fn windowed_spec(ctx: &Context, key: &RedisString, spec: FilterSpec) -> FilterSp
 
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [WINDOW ms [SLICES n]]`
 pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
-    let (spec, window) = args::parse_reserve(&slices(&args[2..]), config::default_expansion())?;
+    let (spec, window) = args::parse_reserve(&slices(&args[2..]), settings::default_expansion())?;
     let key = ctx.open_key_writable(&args[1]);
     if key.key_type() != KeyType::Empty {
-        windowed::write(&key)?;
+        value::write(&key)?;
         return Err(BfError::ItemExists);
     }
     let flags = crate::raw_api::context_flags(ctx);
@@ -133,7 +123,7 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let limits = Limits::for_creation(&flags, config::max_filter_bytes(&flags));
     let filter = ScalableFilter::new(spec, limits.bytes()).map_err(|e| limits.create_error(e))?;
     let header = codec::encode_header(&filter);
-    store_filter(&key, filter)?;
+    value::store_plain(&key, filter)?;
     propagate::after_write(ctx, &args[1], Change::Reserved(&header));
     Reply::new(ctx).ok();
     Ok(())
@@ -165,14 +155,14 @@ pub fn madd(ctx: &Context, args: &[RedisString]) -> CommandResult {
 
 /// What BF.ADD and BF.MADD create for a missing key: a plain filter of the settings.
 fn default_creation() -> (FilterSpec, Option<Window>) {
-    (config::default_spec(), None)
+    (settings::default_spec(), None)
 }
 
 /// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING]
 /// [WINDOW ms [SLICES n]] ITEMS item...`
 pub fn insert(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let rest = slices(&args[2..]);
-    let parsed = args::parse_insert(&rest, config::default_spec())?;
+    let parsed = args::parse_insert(&rest, settings::default_spec())?;
     let spec = parsed.spec;
     let window = parsed.window;
     let create = (!parsed.nocreate).then_some(move || (spec, window));
@@ -221,7 +211,7 @@ fn add_items(
     // flags: most adds never ask Redis for them (about 130 instructions a call).
     let flags = OnceCell::new();
     let flags = || flags.get_or_init(|| crate::raw_api::context_flags(ctx));
-    let (filter, created) = match windowed::write(&key)? {
+    let (filter, created) = match value::write(&key)? {
         Some(ValueMut::Plain(filter)) => (filter, None),
         Some(ValueMut::Windowed(filter)) => {
             let items = (items, item_args);
@@ -244,11 +234,11 @@ fn add_items(
             let filter =
                 ScalableFilter::new(spec, limits.bytes()).map_err(|e| limits.create_error(e))?;
             let header = codec::encode_header(&filter);
-            (store_filter(&key, filter)?, Some(header))
+            (value::store_plain(&key, filter)?, Some(header))
         }
     };
     let before = Before::of(filter);
-    let limits = Limits::for_add(flags, filter, before.load(), items.len());
+    let limits = limits::for_add(flags, filter, before.load(), items.len());
     let limit = limits.bytes();
     // The batch path has exactly the effect of adding the items one by one; a single item
     // skips its vectors.
@@ -270,7 +260,7 @@ fn add_items(
     for result in results {
         match result {
             Ok(added) => reply.boolean(*added),
-            Err(e) => reply.error(&limits.add_error(e.clone())),
+            Err(e) => limits.reply_add_error(&reply, e.clone()),
         }
     }
     propagate::after_write(
@@ -300,7 +290,7 @@ pub fn mexists(ctx: &Context, args: &[RedisString]) -> CommandResult {
 
 fn check_items(ctx: &Context, args: &[RedisString], multi: bool) -> CommandResult {
     let key = ctx.open_key(&args[1]);
-    let filter = windowed::read(&key)?;
+    let filter = value::read(&key)?;
     let items = &args[2..];
     let reply = Reply::new(ctx);
     if multi {
@@ -320,13 +310,13 @@ fn check_items(ctx: &Context, args: &[RedisString], multi: bool) -> CommandResul
             let at = windowed::clock_slice(ctx, f);
             if multi {
                 let items: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
-                for found in windowed::contains_many(f, &items, at) {
+                for found in view::contains_many(f, &items, at) {
                     reply.boolean(found);
                 }
             } else {
                 items
                     .iter()
-                    .for_each(|i| reply.boolean(windowed::contains(f, i.as_slice(), at)));
+                    .for_each(|i| reply.boolean(view::contains(f, i.as_slice(), at)));
             }
         }
         None => items.iter().for_each(|_| reply.boolean(false)),
@@ -337,9 +327,9 @@ fn check_items(ctx: &Context, args: &[RedisString], multi: bool) -> CommandResul
 /// `BF.CARD key`
 pub fn card(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key(&args[1]);
-    let items = match windowed::read(&key)? {
+    let items = match value::read(&key)? {
         Some(Value::Plain(f)) => f.items(),
-        Some(Value::Windowed(f)) => windowed::items(f, windowed::clock_slice(ctx, f)),
+        Some(Value::Windowed(f)) => view::items(f, windowed::clock_slice(ctx, f)),
         None => 0,
     };
     // As BF.INFO: a count past i64 (only a crafted payload has one) reads as i64::MAX.
@@ -353,7 +343,7 @@ pub fn card(ctx: &Context, args: &[RedisString]) -> CommandResult {
 /// after the key is looked up, in RedisBloom's order of errors.
 pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key(&args[1]);
-    let filter = match windowed::read(&key)?.ok_or(BfError::NotFound)? {
+    let filter = match value::read(&key)?.ok_or(BfError::NotFound)? {
         Value::Plain(f) => f,
         Value::Windowed(f) => {
             let request = InfoRequest::parse(args.get(2).map(RedisString::as_slice))?;
@@ -387,7 +377,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
             reply.null()
         }
     };
-    reply_info(
+    reply::info(
         &reply,
         request,
         (&InfoField::REDISBLOOM, &InfoField::HEALTH),
@@ -399,7 +389,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
 
 /// BF.INFO of a windowed filter: the same fields, over the slices a read answers from
 /// (`bf::window`'s notes), and the window's own.
-fn windowed_info(ctx: &Context, view: InfoView, request: InfoRequest) {
+fn windowed_info(ctx: &Context, view: InfoView, request: InfoRequest<InfoField>) {
     let filter = view.filter;
     let reply = Reply::new(ctx);
     let count = |n: u64| reply.int(i64::try_from(n).unwrap_or(i64::MAX));
@@ -430,7 +420,7 @@ fn windowed_info(ctx: &Context, view: InfoView, request: InfoRequest) {
             counts.into_iter().for_each(count);
         }
     };
-    reply_info(
+    reply::info(
         &reply,
         request,
         (&InfoField::REDISBLOOM, &InfoField::HEALTH),
@@ -439,42 +429,11 @@ fn windowed_info(ctx: &Context, view: InfoView, request: InfoRequest) {
     );
 }
 
-/// The reply of an INFO command (BF.INFO, CF.INFO): the `(full, health)` fields as a map
-/// (RESP2: a flat array), or one field, in RESP2 an array of its value, in RESP3 a one-entry
-/// map.
-pub(crate) fn reply_info<F: Copy>(
-    reply: &Reply,
-    request: InfoRequest<F>,
-    (full, health): (&[F], &[F]),
-    title: impl Fn(F) -> &'static std::ffi::CStr,
-    value: impl Fn(F),
-) {
-    let fields = match request {
-        InfoRequest::Full => full,
-        InfoRequest::Health => health,
-        InfoRequest::One(field) => {
-            if reply.is_resp3() {
-                reply.map(1);
-                reply.simple(title(field));
-            } else {
-                reply.array(1);
-            }
-            value(field);
-            return;
-        }
-    };
-    reply.map(fields.len());
-    for &field in fields {
-        reply.simple(title(field));
-        value(field);
-    }
-}
-
 /// The `Size` of BF.INFO: the memory the filter really takes, or, in classic mode, for a
 /// classic filter, RedisBloom's own figure (32 + 64 per layer + the bit arrays) so that tools
 /// comparing the two see the same numbers.
 fn reported_size(filter: &ScalableFilter) -> u64 {
-    if config::classic_mode() && filter.is_classic() {
+    if settings::classic_mode() && filter.is_classic() {
         let bits: u64 = filter.layer_summaries().iter().map(|l| l.bytes).sum();
         32 + 64 * filter.layer_count() as u64 + bits
     } else {
@@ -488,7 +447,7 @@ fn reported_size(filter: &ScalableFilter) -> u64 {
 /// with the blocked layout's facts (blocks, blocks per item, bits set per block).
 pub fn debug(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key(&args[1]);
-    let lines = match windowed::read(&key)?.ok_or(BfError::NotFound)? {
+    let lines = match value::read(&key)?.ok_or(BfError::NotFound)? {
         Value::Plain(filter) => {
             let mut lines = vec![format!("size:{}", filter.items())];
             lines.extend(filter.debug_lines());
@@ -521,7 +480,7 @@ pub fn debug(ctx: &Context, args: &[RedisString]) -> CommandResult {
 /// RedisBloom's order of errors.
 pub fn scandump(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key(&args[1]);
-    let filter = windowed::read(&key)?.ok_or(BfError::NotFound)?;
+    let filter = value::read(&key)?.ok_or(BfError::NotFound)?;
     let it = number::parse_i64(args[2].as_slice()).ok_or(BfError::ScanDumpNotNumeric)?;
     let reply = Reply::new(ctx);
     reply.array(2);
@@ -548,7 +507,7 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let it = number::parse_i64(args[2].as_slice()).ok_or(BfError::LoadChunkNotNumeric)?;
     let data = args[3].as_slice();
     let key = ctx.open_key_writable(&args[1]);
-    let created = match windowed::write(&key)? {
+    let created = match value::write(&key)? {
         None if it == 1 && window_codec::is_window_header(data) => {
             // Also how a windowed filter's creation and AOF rewrite replay: the header
             // carries its origin and head, so nothing reads a clock.
@@ -561,7 +520,7 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> CommandResult {
             let limits = Limits::for_creation(&flags, config::max_filter_bytes(&flags));
             let filter = window_codec::filter_from_header(&header, limits.bytes())
                 .map_err(|e| limits.codec_error(e))?;
-            windowed::store(&key, filter)?;
+            value::store_windowed(&key, filter)?;
             true
         }
         None if it == 1 => {
@@ -571,7 +530,7 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> CommandResult {
             let limits = Limits::for_creation(&flags, config::max_filter_bytes(&flags));
             let filter = codec::filter_from_header(&header, limits.bytes())
                 .map_err(|e| limits.codec_error(e))?;
-            store_filter(&key, filter)?;
+            value::store_plain(&key, filter)?;
             true
         }
         None => return Err(BfError::NotFound),

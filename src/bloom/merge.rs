@@ -24,7 +24,8 @@ use redis_module::{Context, RedisString};
 use crate::bloom::datatype::BLOOM_TYPE;
 use crate::bloom::propagate::{self, Change};
 use crate::bloom::stats;
-use crate::bloom::window::{self, Value, ValueMut};
+use crate::bloom::value::{self, Value, ValueMut};
+use crate::bloom::window;
 use crate::clock;
 use crate::config;
 use crate::dispatch::CommandResult;
@@ -43,7 +44,7 @@ enum Union {
 pub fn merge(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let destination = &args[1];
     let names = &args[2..];
-    let held = match window::read(&ctx.open_key(destination))? {
+    let held = match value::read(&ctx.open_key(destination))? {
         None => None,
         Some(Value::Plain(_)) => Some(false),
         Some(Value::Windowed(_)) => Some(true),
@@ -63,7 +64,7 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> CommandResult {
             .try_reserve_exact(names.len())
             .map_err(|_| BfError::ArgumentsOutOfMemory)?;
         for key in &opened {
-            sources.push(window::read(key)?.ok_or(BfError::NotFound)?);
+            sources.push(value::read(key)?.ok_or(BfError::NotFound)?);
         }
         union_of(&sources, now, &limits)?
     };
@@ -85,7 +86,7 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> CommandResult {
             if held == Some(false) {
                 key.delete().map_err(|_| BfError::Internal)?;
             }
-            window::store(&key, union)?;
+            value::store_windowed(&key, union)?;
         }
     }
     propagate::after_write(ctx, destination, Change::Merged);
@@ -147,7 +148,7 @@ fn collect<'a, T>(
 /// else under it is left alone.
 fn advance(ctx: &Context, name: &RedisString, now: u64) -> Result<(), BfError> {
     let key = ctx.open_key_writable(name);
-    if let Some(ValueMut::Windowed(filter)) = window::write(&key)? {
+    if let Some(ValueMut::Windowed(filter)) = value::write(&key)? {
         window::expire_at(ctx, name, filter, now);
     }
     Ok(())

@@ -1,19 +1,49 @@
-//! The Bloom filter's commands (`BF.*`): their table, handlers and argument parsing. Another
-//! structure's commands go in a folder of their own beside this one, with a table of the same
-//! shape that `lib.rs` lists beside [`COMMANDS`].
+//! Bloom filters, plain and windowed: their commands (`BF.*`: `table.rs`, `args.rs`,
+//! `handlers.rs`, `merge.rs`), the value under a key (`value.rs`), the data types and their
+//! callbacks (`datatype.rs`; `window/datatype.rs`), windows and their expiry (`window/`),
+//! replication and keyspace events (`propagate.rs`), refusals and figures (`stats.rs`) and
+//! settings (`settings.rs`). [`STRUCTURE`] is all the module is told of them.
 
 use crate::dispatch::command_table;
+use crate::structure::Structure;
 
 pub mod args;
 pub mod datatype;
 pub mod handlers;
+pub mod limits;
 pub mod merge;
 pub mod propagate;
+pub mod settings;
 pub mod stats;
 mod table;
+pub mod value;
 pub mod window;
 
 pub use table::COMMANDS;
+
+/// Bloom filters' entry in the module's registry.
+pub static STRUCTURE: Structure = Structure {
+    commands: COMMANDS,
+    types: &[
+        (&datatype::BLOOM_TYPE, "MBbloom--"),
+        (&window::datatype::WINDOW_TYPE, "LBbloomW-"),
+    ],
+    settings: settings::SETTINGS,
+    info: stats::info,
+    loaded: warm_up,
+};
+
+/// The sizing model's tables and shapes are built on first use (milliseconds each): builds
+/// the default filter's whole ladder of layer rates at load, rather than inside the first
+/// command that creates, grows or reports on such a filter.
+fn warm_up() {
+    use layerbloom_filter::bloom::{chain, sizing};
+    let mut rate = settings::default_spec().first_layer_error();
+    while rate >= sizing::MIN_SIZING_ERROR / 2.0 {
+        let _ = sizing::shape_for(rate);
+        rate *= chain::TIGHTENING;
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -1,4 +1,5 @@
-//! Replication and keyspace events of every write, in one place.
+//! Replication and keyspace events of every Bloom write, in one place: the plain filter's
+//! and the windowed filter's, its slices' expiry included.
 //!
 //! A replica (and the AOF) must build a filter identical to the primary's whatever its own
 //! settings and version, so a write is not replicated verbatim when its outcome depended on
@@ -24,6 +25,10 @@
 //!   slice; on the primary at the write that found it due or at BF.WINDOWADVANCE, on a
 //!   replica and in AOF replay at the propagated BF.WINDOWADVANCE).
 //!
+//! An advance of a windowed filter (`window::advance_to`) is replicated as `BF.WINDOWADVANCE
+//! key <slice>` before the write that needed it (`after_advance`), so a replica and the AOF
+//! hold the same slices, ids and head; Redis keeps the two in order.
+//!
 //! "Once per layer" needs no stored state: a layer's items only grow, so the add that takes
 //! them from under the threshold to at or over it happens once in the layer's life. Nothing is
 //! persisted: after a restart a layer that had crossed is still past its mark and does not
@@ -33,18 +38,21 @@
 //! layer's fill makes that layer warn again when it reaches the new threshold; lowering it
 //! below a layer's fill warns only from the next layer.
 
-use std::ffi::{c_int, CStr};
-
 use layerbloom_filter::bloom::health::Load;
-use layerbloom_filter::cuckoo::health::{self as cuckoo_health, LoadMark as CfLoadMark};
-use layerbloom_filter::cuckoo::AnyFilter;
 use layerbloom_filter::{FilterError, ScalableFilter};
-use redis_module::{raw, Context, ContextFlags, RedisString};
+use redis_module::{Context, ContextFlags, RedisString};
 
 use crate::bloom::stats;
 use crate::config;
-use crate::log_limit;
+use crate::keys::notify;
+use crate::log_limit::Budget;
 use crate::raw_api;
+
+/// The log budget of Bloom filters' capacity warnings.
+pub static CAPACITY_LOG: Budget = Budget::new(
+    "capacity warnings (INFO bf capacity_warnings_suppressed counts them all, the \
+     bf.capacity keyspace events report each)",
+);
 
 /// A filter's state before a write, to tell what the write changed.
 #[derive(Debug, Clone, Copy)]
@@ -135,7 +143,7 @@ pub fn after_write(ctx: &Context, key: &RedisString, change: Change) {
 }
 
 /// An add to a windowed filter (the fields of `Change::Added` without the plain filter's).
-/// An advance the add needed was replicated before it (`bf::window`).
+/// An advance the add needed was replicated before it (`after_advance`).
 pub struct WindowAdd<'a> {
     pub created: Option<&'a [u8]>,
     pub items: &'a [RedisString],
@@ -194,10 +202,15 @@ fn notify_full(ctx: &Context, key: &RedisString, results: &[Result<bool, FilterE
     }
 }
 
-/// Sends a keyspace event of class `g`. The crate's own call builds a C string for the
-/// event's name on every event; these names are static.
-pub(crate) fn notify(ctx: &Context, event: &CStr, key: &RedisString) {
-    raw_api::notify_keyspace_event(ctx, raw::REDISMODULE_NOTIFY_GENERIC as c_int, event, key);
+/// A windowed filter moved to slice `current`, dropping `expired` slices that had left its
+/// window: replicated as `BF.WINDOWADVANCE key current`, and `bf.expire` per slice dropped.
+pub fn after_advance(ctx: &Context, key: &RedisString, current: u64, expired: u32) {
+    let slice = current.to_string();
+    ctx.replicate("BF.WINDOWADVANCE", &[key.as_slice(), slice.as_bytes()][..]);
+    for _ in 0..expired {
+        notify(ctx, c"bf.expire", key);
+    }
+    stats::slices_expired(expired);
 }
 
 fn replicate_creation(ctx: &Context, key: &RedisString, header: &[u8]) {
@@ -224,8 +237,8 @@ fn capacity_warnings(
         None => "the filter is non-scaling: when it is full it refuses new items".to_string(),
     };
     for c in crossed {
-        log_limit::capacity_warning(
-            ctx,
+        CAPACITY_LOG.warning(
+            Some(ctx),
             &format!(
                 "layerbloom: Bloom filter '{shown}' reached {percent}% of its capacity: \
              layer {} of {} holds {} of {} items (bf-capacity-warning {percent}); {next}",
@@ -238,135 +251,4 @@ fn capacity_warnings(
         notify(ctx, c"bf.capacity", key);
         stats::warned();
     }
-}
-
-/// What a CF write did to its key. CF writes are deterministic (no setting changes their
-/// outcome, and evictions depend only on the item and the filter), so a command replicates
-/// verbatim, except when the filter was created (replicated as its `CF.LOADCHUNK` header,
-/// which pins every setting and reads the same in RedisBloom's syntax, which replicas and
-/// AOF replay use) or an add stopped before its last item (a memory limit that a replica does
-/// not apply): then only the items that changed the filter are sent, as `CF.INSERT key
-/// NOCREATE ITEMS ...`, which has the same effect on the same filter.
-pub enum CfChange<'a> {
-    /// A filter was created empty by CF.RESERVE; the new filter's header.
-    Reserved(&'a [u8]),
-    /// Items were offered: `changed[i]` tells whether `items[i]` was added; items past
-    /// `changed` were not processed. `created`: the header of a filter the command created.
-    /// `full`: some item did not fit a non-scaling filter. `before`: the filter's load
-    /// before the command, for the capacity warning.
-    Added {
-        created: Option<&'a [u8]>,
-        items: &'a [RedisString],
-        changed: &'a [bool],
-        full: bool,
-        filter: &'a AnyFilter,
-        before: CfLoadMark,
-    },
-    /// A CF.DEL that removed a fingerprint.
-    Deleted,
-    /// CF.COMPACT.
-    Compacted,
-    /// A CF.LOADCHUNK was applied; `created` when it was the header.
-    Loaded { created: bool },
-}
-
-/// Replicates and notifies a CF write. Events (class `g`): `cf.reserve` (a filter was
-/// created), `cf.add`, `cf.del`, `cf.compact`, `cf.loadchunk`, `cf.full` (an item did not
-/// fit a non-scaling filter), `cf.capacity` (an add took the newest sub-filter's load to
-/// `bf-capacity-warning` percent: once per crossing, see `cf_capacity_warnings`).
-pub fn after_cf_write(ctx: &Context, key: &RedisString, change: CfChange) {
-    match change {
-        CfChange::Reserved(header) => {
-            replicate_cf_creation(ctx, key, header);
-            notify(ctx, c"cf.reserve", key);
-        }
-        CfChange::Added {
-            created,
-            items,
-            changed,
-            full,
-            filter,
-            before,
-        } => {
-            if let Some(header) = created {
-                replicate_cf_creation(ctx, key, header);
-                notify(ctx, c"cf.reserve", key);
-            }
-            if changed.iter().any(|&c| c) {
-                if created.is_none() && changed.len() == items.len() {
-                    ctx.replicate_verbatim();
-                } else {
-                    let mut args: Vec<&[u8]> = Vec::with_capacity(items.len() + 3);
-                    args.extend([key.as_slice(), b"NOCREATE", b"ITEMS"]);
-                    args.extend(
-                        items
-                            .iter()
-                            .zip(changed)
-                            .filter(|(_, &c)| c)
-                            .map(|(item, _)| item.as_slice()),
-                    );
-                    ctx.replicate("CF.INSERT", &args[..]);
-                }
-                notify(ctx, c"cf.add", key);
-            }
-            cf_capacity_warnings(ctx, key, before, filter);
-            if full {
-                notify(ctx, c"cf.full", key);
-            }
-        }
-        CfChange::Deleted => {
-            ctx.replicate_verbatim();
-            notify(ctx, c"cf.del", key);
-        }
-        CfChange::Compacted => {
-            ctx.replicate_verbatim();
-            notify(ctx, c"cf.compact", key);
-        }
-        CfChange::Loaded { created } => {
-            ctx.replicate_verbatim();
-            if created {
-                notify(ctx, c"cf.reserve", key);
-            }
-            notify(ctx, c"cf.loadchunk", key);
-        }
-    }
-}
-
-/// Logs and notifies every sub-filter an add took to the warning threshold. As for Bloom
-/// filters, nothing is stored: the crossing is read from the load before and after the add,
-/// so it depends only on the filter and the setting, a replica replaying the add crosses with
-/// its own copy, and AOF replay at startup repeats no warning. Unlike a Bloom layer's, a
-/// sub-filter's load falls with deletes: one taken back under the mark warns again when an
-/// add reaches it (another crossing).
-fn cf_capacity_warnings(ctx: &Context, key: &RedisString, before: CfLoadMark, filter: &AnyFilter) {
-    let percent = config::capacity_warning();
-    let crossed = cuckoo_health::crossings(before, filter, percent);
-    if crossed.is_empty() || ctx.get_flags().contains(ContextFlags::LOADING) {
-        return;
-    }
-    let shown = crate::log::key_name(key.as_slice());
-    let next = match filter.params().expansion {
-        0 => "the filter is non-scaling: when it is full it refuses new items".to_string(),
-        e => format!("when an item finds no room the filter adds a sub-filter {e} times larger"),
-    };
-    for c in crossed {
-        log_limit::cf_capacity_warning(
-            ctx,
-            &format!(
-                "layerbloom: cuckoo filter '{shown}' reached {percent}% load: sub-filter {} of \
-                 {} has {} of {} slots occupied (bf-capacity-warning {percent}); {next}",
-                c.sub_filter + 1,
-                filter.sub_filter_count(),
-                c.occupied,
-                c.slots,
-            ),
-        );
-        notify(ctx, c"cf.capacity", key);
-        crate::cuckoo::stats::warned();
-    }
-}
-
-fn replicate_cf_creation(ctx: &Context, key: &RedisString, header: &[u8]) {
-    let args: [&[u8]; 3] = [key.as_slice(), b"1", header];
-    ctx.replicate("CF.LOADCHUNK", &args[..]);
 }

@@ -1,6 +1,6 @@
-//! Module-wide figures for `INFO bf`: how many filters, layers, items and bytes the server
-//! holds, how many filters are past the capacity-warning threshold, what was refused; and the
-//! INFO section that reports them with the settings in force.
+//! The Bloom filters' figures for `INFO bf` (section `bf_stats`): how many filters, layers,
+//! items and bytes the server holds, how many filters are past the capacity-warning threshold,
+//! what was refused, how many windowed filters there are and how many of their slices expired.
 //!
 //! The totals are kept as running sums, never by walking the keyspace: every filter that
 //! enters the keyspace is added (`entered`: created by a command, loaded from an RDB file or a
@@ -9,36 +9,40 @@
 //! core's `memory_usage`, the figure the memory limit is checked against.
 //!
 //! "Over the warning threshold" is a set of filters (by address: a value keeps its address for
-//! its life, Redis moves the key, not the value, and the type has no defrag callback that could
-//! move it), re-evaluated with the threshold in force whenever a filter is written, loaded or
-//! copied. After `CONFIG SET bf-capacity-warning` a filter is counted under the new threshold
-//! from its next write.
+//! its life, Redis moves the key, not the value, and active defragmentation, which may move
+//! it, says so: `moved`), re-evaluated with the threshold in force whenever a filter is
+//! written, loaded or copied. After `CONFIG SET bf-capacity-warning` a filter is counted under
+//! the new threshold from its next write.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
-use std::ffi::{c_int, CString};
-use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use layerbloom_filter::bloom::health::{self, Load};
 use layerbloom_filter::ScalableFilter;
-use redis_module::raw;
 
+use crate::bloom::settings;
 use crate::config;
 use crate::error::BfError;
-use crate::raw_api;
+use crate::info::Section;
 
 static FILTERS: AtomicI64 = AtomicI64::new(0);
 static LAYERS: AtomicI64 = AtomicI64::new(0);
 static ITEMS: AtomicI64 = AtomicI64::new(0);
 static BYTES: AtomicI64 = AtomicI64::new(0);
 static OVER_WARNING: AtomicI64 = AtomicI64::new(0);
-/// Whether the warning threshold changed while filters were live (`warning_threshold_changed`).
+/// Whether the warning threshold changed while filters were live (`threshold_changed`).
 static WARNING_CHANGED: AtomicBool = AtomicBool::new(false);
+/// The threshold's count of changes (`Setting::changes`) when the filters live now started
+/// to be (the count of filters last rose from 0).
+static WARNING_CHANGES_SEEN: AtomicU64 = AtomicU64::new(0);
 static CAPACITY_WARNINGS: AtomicI64 = AtomicI64::new(0);
 static REFUSED_FULL: AtomicI64 = AtomicI64::new(0);
 static REFUSED_GROW: AtomicI64 = AtomicI64::new(0);
 static REFUSED_CREATE: AtomicI64 = AtomicI64::new(0);
+static WINDOWED_FILTERS: AtomicI64 = AtomicI64::new(0);
+static SLICES_EXPIRED: AtomicI64 = AtomicI64::new(0);
 
 /// The filters over the warning threshold, by address.
 static OVER: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
@@ -99,7 +103,9 @@ fn set_over(filter: &ScalableFilter, over: bool) {
 /// A filter entered the keyspace (created, loaded, copied). `filter` must be the value as
 /// stored (its address identifies it until it is freed).
 pub fn entered(filter: &ScalableFilter) {
-    FILTERS.fetch_add(1, Ordering::Relaxed);
+    if FILTERS.fetch_add(1, Ordering::Relaxed) == 0 {
+        WARNING_CHANGES_SEEN.store(config::CAPACITY_WARNING.changes(), Ordering::Relaxed);
+    }
     Figures::of(filter).add_to_totals(1);
     set_over(
         filter,
@@ -132,18 +138,25 @@ pub fn changed(before: &Load, after: &Load, filter: &ScalableFilter) {
     // leaves the filter on the same side needs no lock.
     let percent = config::capacity_warning();
     let over = after.over_warning(percent);
-    if over != before.over_warning(percent) || WARNING_CHANGED.load(Ordering::Relaxed) {
+    if over != before.over_warning(percent) || threshold_changed() {
         set_over(filter, over);
     }
 }
 
-/// The capacity-warning threshold changed. Filters recorded over or under the old one are
-/// reconciled by their next write, as before; from now on every write reconciles (which
-/// filters are still out of date is not known), unless no filter was live.
-pub fn warning_threshold_changed() {
-    if FILTERS.load(Ordering::Relaxed) != 0 {
+/// Whether the capacity-warning threshold changed while filters were live. Filters recorded
+/// over or under the old one are reconciled by their next write, as before; from then on
+/// every write reconciles (which filters are still out of date is not known). A change while
+/// no filter was live leaves none out of date.
+fn threshold_changed() -> bool {
+    if WARNING_CHANGED.load(Ordering::Relaxed) {
+        return true;
+    }
+    let changed =
+        config::CAPACITY_WARNING.changes() != WARNING_CHANGES_SEEN.load(Ordering::Relaxed);
+    if changed {
         WARNING_CHANGED.store(true, Ordering::Relaxed);
     }
+    changed
 }
 
 /// A filter is being freed (on the main thread or Redis's lazy-free thread).
@@ -182,79 +195,64 @@ pub fn refused(error: &BfError) {
     counter.fetch_add(1, Ordering::Relaxed);
 }
 
-/// The `INFO bf` fields: `(section, [(field, value)])`. Field names get the module's `bf_`
-/// prefix from Redis.
-pub fn info_fields() -> Vec<(&'static str, Vec<(&'static str, String)>)> {
+/// A windowed filter entered the keyspace (created, loaded, copied).
+pub fn window_entered() {
+    WINDOWED_FILTERS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A windowed filter is being freed (on the main thread or Redis's lazy-free thread).
+pub fn window_freed() {
+    WINDOWED_FILTERS.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// An advance dropped `slices` slices that had left their window.
+pub fn slices_expired(slices: u32) {
+    SLICES_EXPIRED.fetch_add(i64::from(slices), Ordering::Relaxed);
+}
+
+/// The `bf_stats` fields (Redis adds the module's `bf_` prefix).
+pub fn fields() -> Vec<(Cow<'static, str>, String)> {
     let n = |counter: &AtomicI64| counter.load(Ordering::Relaxed).to_string();
     let full = REFUSED_FULL.load(Ordering::Relaxed);
     let grow = REFUSED_GROW.load(Ordering::Relaxed);
-    let layout = if config::classic_mode() {
-        "classic"
-    } else {
-        "blocked"
-    };
-    vec![
+    [
+        ("filters", n(&FILTERS)),
+        ("layers", n(&LAYERS)),
+        ("items", n(&ITEMS)),
+        ("bytes", n(&BYTES)),
+        ("filters_over_warning", n(&OVER_WARNING)),
+        ("capacity_warnings", n(&CAPACITY_WARNINGS)),
         (
-            "stats",
-            vec![
-                ("filters", n(&FILTERS)),
-                ("layers", n(&LAYERS)),
-                ("items", n(&ITEMS)),
-                ("bytes", n(&BYTES)),
-                ("filters_over_warning", n(&OVER_WARNING)),
-                ("capacity_warnings", n(&CAPACITY_WARNINGS)),
-                (
-                    "capacity_warnings_suppressed",
-                    crate::log_limit::suppressed().to_string(),
-                ),
-                ("refused_adds", (full + grow).to_string()),
-                ("refused_full", full.to_string()),
-                ("refused_grow_over_limit", grow.to_string()),
-                ("refused_create_over_limit", n(&REFUSED_CREATE)),
-            ]
-            .into_iter()
-            .chain(crate::bloom::window::info_fields())
-            .collect(),
+            "capacity_warnings_suppressed",
+            crate::bloom::propagate::CAPACITY_LOG
+                .suppressed()
+                .to_string(),
         ),
-        (
-            "settings",
-            vec![
-                ("error_rate", config::error_rate_text()),
-                ("initial_size", config::initial_size().to_string()),
-                ("expansion_factor", config::default_expansion().to_string()),
-                ("max_filter_memory", config::max_filter_memory().to_string()),
-                ("layout", layout.to_string()),
-                ("capacity_warning", config::capacity_warning().to_string()),
-            ],
-        ),
-        crate::cuckoo::stats::info_fields(),
+        ("refused_adds", (full + grow).to_string()),
+        ("refused_full", full.to_string()),
+        ("refused_grow_over_limit", grow.to_string()),
+        ("refused_create_over_limit", n(&REFUSED_CREATE)),
+        ("windowed_filters", n(&WINDOWED_FILTERS)),
+        ("window_slices_expired", n(&SLICES_EXPIRED)),
     ]
+    .into_iter()
+    .map(|(field, value)| (Cow::Borrowed(field), value))
+    .collect()
 }
 
-/// The module's INFO callback: sections `bf_stats`, `bf_settings` and `bf_cuckoo` (`INFO bf`
-/// shows them all).
-pub extern "C" fn info_callback(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
-    let _ = for_crash_report;
-    // SAFETY: `ctx` is the INFO context Redis passed to this callback; `info` is dropped
-    // before the callback returns.
-    let mut info = unsafe { raw_api::InfoCtx::of_callback(ctx) };
-    let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        for (section, fields) in info_fields() {
-            let section = CString::new(section).expect("no NUL in section names");
-            if !info.add_section(&section) {
-                // Not requested: Redis skips the section's fields.
-                continue;
-            }
-            for (field, value) in fields {
-                let field = CString::new(field).expect("no NUL in field names");
-                let value = CString::new(value).unwrap_or_default();
-                info.add_field(&field, &value);
-            }
-        }
-    }));
-    if result.is_err() {
-        crate::log_limit::internal_error("layerbloom: internal error in the INFO callback");
-    }
+/// Bloom's sections of `INFO bf`: `bf_stats`, and `bf_settings`, the settings that apply to
+/// Bloom filters (RedisBloom's section for them; they include those every structure shares).
+pub fn info() -> Vec<Section> {
+    vec![
+        Section {
+            name: "stats",
+            fields: fields(),
+        },
+        Section {
+            name: "settings",
+            fields: config::info_fields(settings::SETTINGS),
+        },
+    ]
 }
 
 #[cfg(test)]
@@ -263,8 +261,7 @@ mod tests {
     use layerbloom_filter::FilterSpec;
 
     fn total(name: &str) -> String {
-        info_fields()[0]
-            .1
+        fields()
             .iter()
             .find(|(n, _)| *n == name)
             .map(|(_, v)| v.clone())

@@ -13,6 +13,8 @@
 super::command_table! {
     // RedisBloom's category for the BF commands, the one users grant (`+@bloom`).
     category: "bloom";
+    // Refusals (full, over a memory limit) are counted in `INFO bf_stats`.
+    refused: crate::bloom::stats::refused;
 
     crate::bloom::handlers::reserve => CommandSpec {
         name: "bf.reserve",

@@ -651,7 +651,7 @@ mod tests {
 
     #[test]
     fn info_words_name_each_field_once_in_any_case_and_health_is_the_set() {
-        use crate::bloom::args::InfoRequest;
+        use crate::info_request::InfoRequest;
         let parse = |w: &str| InfoRequest::parse_with(Some(w.as_bytes()), InfoField::parse);
         for (word, field, title) in InfoField::WORDS {
             assert_eq!(parse(word), Ok(InfoRequest::One(field)));

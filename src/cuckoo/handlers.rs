@@ -19,17 +19,17 @@ use std::cell::OnceCell;
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{Context, ContextFlags, KeyType, RedisString};
 
-use crate::bloom::args::InfoRequest;
-use crate::bloom::propagate::{self, CfChange};
 use crate::config;
 use crate::cuckoo::args::{self, InfoField, Shape, Syntax};
 use crate::cuckoo::datatype::{self, CUCKOO_TYPE, WIDE_CUCKOO_TYPE};
+use crate::cuckoo::propagate::{self, Change};
 use crate::cuckoo::stats::{self, Figures};
 use crate::dispatch::CommandResult;
 use crate::error::BfError;
+use crate::info_request::InfoRequest;
 use crate::keys;
 use crate::memory::{self, Limits};
-use crate::reply::Reply;
+use crate::reply::{self, Reply};
 
 /// The filter under a key of either cuckoo type (RedisBloom's, or the extension's).
 fn read_filter(key: &RedisKey) -> Result<Option<&AnyFilter>, BfError> {
@@ -212,7 +212,7 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
     }
     let filter = store_filter(&key, new_filter(&flags, shape)?)?;
     let header = filter.header();
-    propagate::after_cf_write(ctx, &args[1], CfChange::Reserved(&header));
+    propagate::after_write(ctx, &args[1], Change::Reserved(&header));
     Reply::new(ctx).ok();
     Ok(())
 }
@@ -269,10 +269,10 @@ fn add_one(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult {
         count_refusal(e);
     }
     let changed = [matches!(result, Ok(true))];
-    propagate::after_cf_write(
+    propagate::after_write(
         ctx,
         &args[1],
-        CfChange::Added {
+        Change::Added {
             created: created.as_ref().map(|h| &h[..]),
             items: &args[2..],
             changed: &changed,
@@ -386,10 +386,10 @@ fn insert_items(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult 
         }
         Err(e) => count_refusal(e),
     }
-    propagate::after_cf_write(
+    propagate::after_write(
         ctx,
         &args[1],
-        CfChange::Added {
+        Change::Added {
             created: created.as_ref().map(|h| &h[..]),
             items: item_args,
             changed: &changed,
@@ -464,7 +464,7 @@ pub fn del(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let deleted = filter.delete(args[2].as_slice());
     stats::changed(before, filter);
     if deleted {
-        propagate::after_cf_write(ctx, &args[1], CfChange::Deleted);
+        propagate::after_write(ctx, &args[1], Change::Deleted);
     } else {
         stats::delete_not_found();
     }
@@ -479,7 +479,7 @@ pub fn compact(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let before = Figures::of(filter);
     filter.compact();
     stats::changed(before, filter);
-    propagate::after_cf_write(ctx, &args[1], CfChange::Compacted);
+    propagate::after_write(ctx, &args[1], Change::Compacted);
     Reply::new(ctx).ok();
     Ok(())
 }
@@ -523,7 +523,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
             None => reply.null(),
         },
     };
-    crate::bloom::handlers::reply_info(
+    reply::info(
         &reply,
         request,
         (&InfoField::REDISBLOOM, &InfoField::HEALTH),
@@ -607,7 +607,7 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> CommandResult {
             false
         }
     };
-    propagate::after_cf_write(ctx, &args[1], CfChange::Loaded { created });
+    propagate::after_write(ctx, &args[1], Change::Loaded { created });
     Reply::new(ctx).ok();
     Ok(())
 }

@@ -1,15 +1,34 @@
-//! The cuckoo filter's commands (`CF.*`): their table, handlers and argument parsing, beside
-//! the Bloom filter's (`bf/`).
+//! Cuckoo filters: their commands (`CF.*`: `table.rs`, `args.rs`, `handlers.rs`), the data
+//! types and their callbacks (`datatype.rs`), replication and keyspace events
+//! (`propagate.rs`) and figures (`stats.rs`). [`STRUCTURE`] is all the module is told of them.
 
+use crate::config::{self, Setting};
 use crate::dispatch::command_table;
+use crate::structure::Structure;
 
 pub mod args;
 pub mod datatype;
 pub mod handlers;
+pub mod propagate;
 pub mod stats;
 mod table;
 
 pub use table::COMMANDS;
+
+/// The settings that apply to cuckoo filters (shared with Bloom filters, registered once).
+static SETTINGS: &[&Setting] = &[&config::MAX_FILTER_MEMORY, &config::CAPACITY_WARNING];
+
+/// Cuckoo filters' entry in the module's registry.
+pub static STRUCTURE: Structure = Structure {
+    commands: COMMANDS,
+    types: &[
+        (&datatype::CUCKOO_TYPE, "MBbloomCF"),
+        (&datatype::WIDE_CUCKOO_TYPE, "LBcuckoo-"),
+    ],
+    settings: SETTINGS,
+    info: stats::info,
+    loaded: || {},
+};
 
 #[cfg(test)]
 mod tests {

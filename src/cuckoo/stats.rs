@@ -1,11 +1,14 @@
 //! Module-wide cuckoo figures for `INFO bf` (section `bf_cuckoo`): filters, sub-filters,
 //! items, bytes, and what the filters could not do. Running sums, as for the Bloom figures
-//! (`stats.rs`): added when a filter enters the keyspace, changed by each write, subtracted
+//! (`bloom/stats.rs`): added when a filter enters the keyspace, changed by each write, subtracted
 //! when it is freed (also on Redis's lazy-free thread, hence atomics).
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use layerbloom_filter::cuckoo::AnyFilter;
+
+use crate::info::Section;
 
 static FILTERS: AtomicI64 = AtomicI64::new(0);
 static SUB_FILTERS: AtomicI64 = AtomicI64::new(0);
@@ -128,25 +131,32 @@ pub fn warned() {
     CAPACITY_WARNINGS.fetch_add(1, Ordering::Relaxed);
 }
 
-/// The `bf_cuckoo` section's fields (Redis adds the module's `bf_` prefix).
-pub fn info_fields() -> (&'static str, Vec<(&'static str, String)>) {
+/// Cuckoo's section of `INFO bf`, `bf_cuckoo` (Redis adds the module's `bf_` prefix to its
+/// fields).
+pub fn info() -> Vec<Section> {
     let n = |counter: &AtomicI64| counter.load(Ordering::Relaxed).to_string();
-    (
-        "cuckoo",
-        vec![
-            ("cf_filters", n(&FILTERS)),
-            ("cf_sub_filters", n(&SUB_FILTERS)),
-            ("cf_items", n(&ITEMS)),
-            ("cf_bytes", n(&BYTES)),
-            ("cf_deletes_not_found", n(&DELETES_NOT_FOUND)),
-            ("cf_refused_full", n(&REFUSED_FULL)),
-            ("cf_refused_max_expansions", n(&REFUSED_MAX_EXPANSIONS)),
-            ("cf_inserts_stopped_at_budget", n(&INSERTS_STOPPED)),
-            ("cf_capacity_warnings", n(&CAPACITY_WARNINGS)),
-            (
-                "cf_capacity_warnings_suppressed",
-                crate::log_limit::cf_suppressed().to_string(),
-            ),
-        ],
-    )
+    let fields = [
+        ("cf_filters", n(&FILTERS)),
+        ("cf_sub_filters", n(&SUB_FILTERS)),
+        ("cf_items", n(&ITEMS)),
+        ("cf_bytes", n(&BYTES)),
+        ("cf_deletes_not_found", n(&DELETES_NOT_FOUND)),
+        ("cf_refused_full", n(&REFUSED_FULL)),
+        ("cf_refused_max_expansions", n(&REFUSED_MAX_EXPANSIONS)),
+        ("cf_inserts_stopped_at_budget", n(&INSERTS_STOPPED)),
+        ("cf_capacity_warnings", n(&CAPACITY_WARNINGS)),
+        (
+            "cf_capacity_warnings_suppressed",
+            crate::cuckoo::propagate::CAPACITY_LOG
+                .suppressed()
+                .to_string(),
+        ),
+    ];
+    vec![Section {
+        name: "cuckoo",
+        fields: fields
+            .into_iter()
+            .map(|(field, value)| (Cow::Borrowed(field), value))
+            .collect(),
+    }]
 }

@@ -9,6 +9,9 @@ pub mod spec;
 
 /// The tests' expansion of a table: its ACL category and its specs, in registration order.
 macro_rules! command_table {
+    (category: $category:literal; refused: $refused:path; $($handler:path => $spec:expr,)*) => {
+        super::command_table! { category: $category; $($handler => $spec,)* }
+    };
     (category: $category:literal; $($handler:path => $spec:expr,)*) => {
         #[allow(unused_imports)]
         use super::spec::*;

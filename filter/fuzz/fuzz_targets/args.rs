@@ -16,6 +16,10 @@ mod error;
 mod number;
 
 #[allow(dead_code)]
+#[path = "../../../src/info_request.rs"]
+mod info_request;
+
+#[allow(dead_code)]
 #[path = "../../../src/bloom/args.rs"]
 mod args;
 

@@ -37,11 +37,11 @@ impl StoredValue for WindowedFilter {
     const LOAD_CHUNK: &'static CStr = c"BF.LOADCHUNK";
 
     fn entered(&self) {
-        crate::bloom::window::entered();
+        crate::bloom::stats::window_entered();
     }
 
     fn freed(&self) {
-        crate::bloom::window::freed();
+        crate::bloom::stats::window_freed();
     }
 
     fn rdb_save(&self, io: &mut Io) {
