@@ -1,7 +1,6 @@
 //! The module's INFO callback: `INFO bf` shows every structure's sections (its registry entry's
 //! `info`), each field with the module's `bf_` prefix, which Redis adds.
 
-use std::borrow::Cow;
 use std::ffi::{c_int, CString};
 use std::panic::AssertUnwindSafe;
 use std::sync::OnceLock;
@@ -9,13 +8,7 @@ use std::sync::OnceLock;
 use redis_module::{raw, Context};
 
 use crate::raw_api;
-use crate::structure::Structure;
-
-/// One section of `INFO bf` (`bf_<name>`) and its fields, in order.
-pub struct Section {
-    pub name: &'static str,
-    pub fields: Vec<(Cow<'static, str>, String)>,
-}
+use crate::structure::{Section, Structure};
 
 /// The structures whose sections the callback writes.
 static STRUCTURES: OnceLock<&'static [&'static Structure]> = OnceLock::new();

@@ -22,6 +22,12 @@ pub const EXEMPT: ContextFlags = ContextFlags::REPLICATED
     .union(ContextFlags::LOADING)
     .union(ContextFlags::ASYNC_LOADING);
 
+/// Whether a load runs a client's RESTORE (the server is neither loading nor a replica): what
+/// it logs then is rate-limited (`log_limit::load_warning`), since the client may repeat it.
+pub fn is_client_restore(flags: &ContextFlags) -> bool {
+    !flags.intersects(EXEMPT | ContextFlags::SLAVE)
+}
+
 /// The bytes a new allocation may take before used memory passes `maxmemory`, or `None` when
 /// `maxmemory` does not apply (not set, ignored by this replica, or the command is exempt).
 pub fn headroom(flags: &ContextFlags) -> Option<u64> {
@@ -98,6 +104,21 @@ impl Limits {
             filter,
             memory: headroom(flags),
         }
+    }
+
+    /// The limits of a value loaded by a client's RESTORE, or `None` when the server is
+    /// loading (startup, DEBUG RELOAD, a full sync from the primary, the AOF) or is a replica
+    /// (a RESTORE it runs comes from its primary, which accepted it): copies accept what the
+    /// primary did.
+    pub fn for_restore(io: &raw_api::Io) -> Option<Self> {
+        let flags = io.context_flags()?;
+        if !is_client_restore(&flags) {
+            return None;
+        }
+        Some(Limits::for_creation(
+            &flags,
+            crate::config::max_filter_memory(),
+        ))
     }
 
     /// The limits of a COPY of a filter, or `None` when none apply: the copy callback has no

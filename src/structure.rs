@@ -2,11 +2,12 @@
 //! registry (`STRUCTURES` in `lib.rs`). Everything else of a structure is in its own folder
 //! (`src/bloom/`, `src/cuckoo/`); the shared glue reads the entries and names no structure.
 
+use std::borrow::Cow;
+
 use redis_module::native_types::RedisType;
 
 use crate::config::Setting;
 use crate::dispatch::Command;
-use crate::info::Section;
 
 /// One structure of the module (Bloom filters, cuckoo filters, ...).
 pub struct Structure {
@@ -23,4 +24,10 @@ pub struct Structure {
     /// What it does at load once the settings are read (nothing, or building tables that its
     /// first command would otherwise wait for).
     pub loaded: fn(),
+}
+
+/// One section of `INFO bf` (`bf_<name>`) and its fields, in order.
+pub struct Section {
+    pub name: &'static str,
+    pub fields: Vec<(Cow<'static, str>, String)>,
 }

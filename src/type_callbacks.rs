@@ -11,7 +11,9 @@ use layerbloom_filter::relocate::Relocator;
 use layerbloom_filter::{Allocation, FilterError};
 use redis_module::raw;
 
-use crate::raw_api::{Digest, Io};
+use layerbloom_filter::format::{CodecError, RdbSource};
+
+use crate::raw_api::{Digest, Io, LoadedBuffer};
 
 /// What the shared callbacks need of a value kind; its codec calls stay with its type.
 pub(crate) trait StoredValue: Sized {
@@ -117,7 +119,7 @@ pub(crate) fn load<V: StoredValue>(
     // A client may send refused RESTOREs without end: their lines share a budget.
     let from_client = io
         .context_flags()
-        .is_some_and(|f| crate::bloom::datatype::is_client_restore(&f));
+        .is_some_and(|f| crate::memory::is_client_restore(&f));
     guarded_as::<V, _>("rdb_load", std::ptr::null_mut(), || match decode(&mut io) {
         Ok(value) => into_value(value),
         Err(why) => {
@@ -342,4 +344,48 @@ pub(crate) extern "C" fn copy<V: StoredValue>(
             }
         }
     })
+}
+
+const UNREADABLE: &str = "the value is truncated or unreadable";
+
+/// The next string buffer of a value being loaded.
+pub(crate) fn load_buffer(io: &mut Io) -> Result<LoadedBuffer, String> {
+    let buffer = io.load_string_buffer().map_err(|e| e.to_string())?;
+    if io.failed() {
+        return Err(UNREADABLE.into());
+    }
+    Ok(buffer)
+}
+
+/// RDB fields read through the module API, for the core's decoders (RedisBloom's formats,
+/// of every structure).
+impl RdbSource for Io<'_> {
+    type Buffer = LoadedBuffer;
+
+    fn unsigned(&mut self) -> Result<u64, CodecError> {
+        let v = self
+            .load_unsigned()
+            .map_err(|_| CodecError::BadData(UNREADABLE))?;
+        checked(self, v)
+    }
+
+    fn double(&mut self) -> Result<f64, CodecError> {
+        let v = self
+            .load_double()
+            .map_err(|_| CodecError::BadData(UNREADABLE))?;
+        checked(self, v)
+    }
+
+    fn buffer(&mut self) -> Result<LoadedBuffer, CodecError> {
+        load_buffer(self).map_err(|_| CodecError::BadData(UNREADABLE))
+    }
+}
+
+/// A loaded field, unless the load failed.
+fn checked<T>(io: &Io, value: T) -> Result<T, CodecError> {
+    if io.failed() {
+        Err(CodecError::BadData(UNREADABLE))
+    } else {
+        Ok(value)
+    }
 }

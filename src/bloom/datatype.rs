@@ -4,14 +4,14 @@
 use std::ffi::{c_int, c_void, CStr};
 
 use layerbloom_filter::bloom::chain::MAX_LAYERS;
-use layerbloom_filter::bloom::codec::{self, CodecError, FilterLoader, RdbSource};
+use layerbloom_filter::bloom::codec::{self, FilterLoader};
 use layerbloom_filter::relocate::Relocator;
 use layerbloom_filter::{FilterError, ScalableFilter};
-use redis_module::{native_types::RedisType, raw, ContextFlags};
+use redis_module::{native_types::RedisType, raw};
 
 use crate::memory::Limits;
-use crate::raw_api::{Digest, Io, LoadedBuffer};
-use crate::type_callbacks::{self, type_methods, StoredValue};
+use crate::raw_api::{Digest, Io};
+use crate::type_callbacks::{self, load_buffer, type_methods, StoredValue};
 
 /// The type's encoding version for layerbloom's own values. RedisBloom writes 0 to 4 under
 /// the same type name; far above them, the loader tells its own values from RedisBloom's,
@@ -120,68 +120,6 @@ pub fn allocated_bytes(filter: &ScalableFilter) -> u64 {
     )
 }
 
-const UNREADABLE: &str = "the value is truncated or unreadable";
-
-fn load_buffer(io: &mut Io) -> Result<LoadedBuffer, String> {
-    let buffer = io.load_string_buffer().map_err(|e| e.to_string())?;
-    if io.failed() {
-        return Err(UNREADABLE.into());
-    }
-    Ok(buffer)
-}
-
-/// RedisBloom's RDB fields read through the module API.
-impl RdbSource for Io<'_> {
-    type Buffer = LoadedBuffer;
-
-    fn unsigned(&mut self) -> Result<u64, CodecError> {
-        let v = self
-            .load_unsigned()
-            .map_err(|_| CodecError::BadData(UNREADABLE))?;
-        checked(self, v)
-    }
-
-    fn double(&mut self) -> Result<f64, CodecError> {
-        let v = self
-            .load_double()
-            .map_err(|_| CodecError::BadData(UNREADABLE))?;
-        checked(self, v)
-    }
-
-    fn buffer(&mut self) -> Result<LoadedBuffer, CodecError> {
-        load_buffer(self).map_err(|_| CodecError::BadData(UNREADABLE))
-    }
-}
-
-/// A loaded field, unless the load failed.
-fn checked<T>(io: &Io, value: T) -> Result<T, CodecError> {
-    if io.failed() {
-        Err(CodecError::BadData(UNREADABLE))
-    } else {
-        Ok(value)
-    }
-}
-
-/// The limits of a value loaded by a client's RESTORE, or `None` when the server is loading
-/// (startup, DEBUG RELOAD, a full sync from the primary, the AOF) or is a replica (a RESTORE
-/// it runs comes from its primary, which accepted it): copies accept what the primary did.
-pub(crate) fn restore_limits(io: &Io) -> Option<Limits> {
-    let flags = io.context_flags()?;
-    if !is_client_restore(&flags) {
-        return None;
-    }
-    Some(Limits::for_creation(
-        &flags,
-        crate::config::max_filter_memory(),
-    ))
-}
-
-/// Whether a load runs a client's RESTORE (the server is neither loading nor a replica): what
-/// it logs then is rate-limited (`log_limit::load_warning`), since the client may repeat it.
-pub(crate) fn is_client_restore(flags: &ContextFlags) -> bool {
-    !flags.intersects(crate::memory::EXEMPT | ContextFlags::SLAVE)
-}
-
 /// A client's RESTORE may not bring a filter of more layers than a filter may grow to; one
 /// loaded from disk, a primary or the AOF may (RedisBloom sets no bound, so migrations never
 /// fail on it), with a warning that it cannot grow.
@@ -205,7 +143,7 @@ fn within_layer_cap(layers: usize, from_client: bool) -> Result<(), String> {
 }
 
 fn load_value(io: &mut Io, encver: c_int) -> Result<ScalableFilter, String> {
-    let limits = restore_limits(io);
+    let limits = Limits::for_restore(io);
     if (0..=codec::REDISBLOOM_MAX_ENCVER).contains(&encver) {
         // A client's RESTORE: the layer cap and the memory limits are applied as the value is
         // read (its layer count and each layer's size come before the layer's bits).

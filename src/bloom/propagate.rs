@@ -45,14 +45,7 @@ use redis_module::{Context, ContextFlags, RedisString};
 use crate::bloom::stats;
 use crate::config;
 use crate::keys::notify;
-use crate::log_limit::Budget;
 use crate::raw_api;
-
-/// The log budget of Bloom filters' capacity warnings.
-pub static CAPACITY_LOG: Budget = Budget::new(
-    "capacity warnings (INFO bf capacity_warnings_suppressed counts them all, the \
-     bf.capacity keyspace events report each)",
-);
 
 /// A filter's state before a write, to tell what the write changed.
 #[derive(Debug, Clone, Copy)]
@@ -237,7 +230,7 @@ fn capacity_warnings(
         None => "the filter is non-scaling: when it is full it refuses new items".to_string(),
     };
     for c in crossed {
-        CAPACITY_LOG.warning(
+        stats::CAPACITY_LOG.warning(
             Some(ctx),
             &format!(
                 "layerbloom: Bloom filter '{shown}' reached {percent}% of its capacity: \

@@ -25,13 +25,20 @@ use layerbloom_filter::ScalableFilter;
 use crate::bloom::settings;
 use crate::config;
 use crate::error::BfError;
-use crate::info::Section;
+use crate::log_limit::Budget;
+use crate::structure::Section;
 
 static FILTERS: AtomicI64 = AtomicI64::new(0);
 static LAYERS: AtomicI64 = AtomicI64::new(0);
 static ITEMS: AtomicI64 = AtomicI64::new(0);
 static BYTES: AtomicI64 = AtomicI64::new(0);
 static OVER_WARNING: AtomicI64 = AtomicI64::new(0);
+/// The log budget of Bloom filters' capacity warnings.
+pub static CAPACITY_LOG: Budget = Budget::new(
+    "capacity warnings (INFO bf capacity_warnings_suppressed counts them all, the \
+     bf.capacity keyspace events report each)",
+);
+
 /// Whether the warning threshold changed while filters were live (`threshold_changed`).
 static WARNING_CHANGED: AtomicBool = AtomicBool::new(false);
 /// The threshold's count of changes (`Setting::changes`) when the filters live now started
@@ -224,9 +231,7 @@ pub fn fields() -> Vec<(Cow<'static, str>, String)> {
         ("capacity_warnings", n(&CAPACITY_WARNINGS)),
         (
             "capacity_warnings_suppressed",
-            crate::bloom::propagate::CAPACITY_LOG
-                .suppressed()
-                .to_string(),
+            CAPACITY_LOG.suppressed().to_string(),
         ),
         ("refused_adds", (full + grow).to_string()),
         ("refused_full", full.to_string()),

@@ -4,8 +4,7 @@
 //! the extension's filters (a rate of one's choosing, `wide_codec`): a type of its own, so
 //! that RedisBloom refuses such a value by its type instead of misreading its slots, and so
 //! that its encoding version is its own. Both hold an `AnyFilter` and share every callback
-//! but the loader. The callbacks are the shared ones (`type_callbacks`), with the Bloom type's
-//! RDB field reader and RESTORE limits (`datatype.rs`).
+//! but the loader. The callbacks are the shared ones (`type_callbacks`), with the shared RDB field reader and RESTORE limits.
 
 use std::ffi::{c_int, c_void, CStr};
 
@@ -15,7 +14,7 @@ use layerbloom_filter::format::CodecError;
 use layerbloom_filter::FilterError;
 use redis_module::{native_types::RedisType, raw};
 
-use crate::bloom::datatype::restore_limits;
+use crate::memory::Limits;
 use crate::raw_api::{Digest, Io};
 use crate::type_callbacks::{self, type_methods, StoredValue};
 
@@ -71,7 +70,7 @@ fn load(
     type_callbacks::load(rdb, what, |io| {
         // A client's RESTORE is charged against the limits as it is read, before each
         // sub-filter's slots are allocated; loads from disk, the AOF or a primary are not.
-        let budget = restore_limits(io).map(|l| l.bytes());
+        let budget = Limits::for_restore(io).map(|l| l.bytes());
         decode(io, encver, budget).map_err(|e| e.to_string())
     })
 }

@@ -9,13 +9,6 @@ use redis_module::{Context, ContextFlags, RedisString};
 use crate::config;
 use crate::cuckoo::stats;
 use crate::keys::notify;
-use crate::log_limit::Budget;
-
-/// The log budget of cuckoo filters' capacity warnings.
-pub static CAPACITY_LOG: Budget = Budget::new(
-    "cuckoo capacity warnings (INFO bf cf_capacity_warnings_suppressed counts them all, the \
-     cf.capacity keyspace events report each)",
-);
 
 /// What a CF write did to its key. CF writes are deterministic (no setting changes their
 /// outcome, and evictions depend only on the item and the filter), so a command replicates
@@ -127,7 +120,7 @@ fn capacity_warnings(ctx: &Context, key: &RedisString, before: LoadMark, filter:
         e => format!("when an item finds no room the filter adds a sub-filter {e} times larger"),
     };
     for c in crossed {
-        CAPACITY_LOG.warning(
+        stats::CAPACITY_LOG.warning(
             Some(ctx),
             &format!(
                 "layerbloom: cuckoo filter '{shown}' reached {percent}% load: sub-filter {} of \

@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use layerbloom_filter::cuckoo::AnyFilter;
 
-use crate::info::Section;
+use crate::log_limit::Budget;
+use crate::structure::Section;
 
 static FILTERS: AtomicI64 = AtomicI64::new(0);
 static SUB_FILTERS: AtomicI64 = AtomicI64::new(0);
@@ -19,6 +20,12 @@ static REFUSED_FULL: AtomicI64 = AtomicI64::new(0);
 static REFUSED_MAX_EXPANSIONS: AtomicI64 = AtomicI64::new(0);
 static CAPACITY_WARNINGS: AtomicI64 = AtomicI64::new(0);
 static INSERTS_STOPPED: AtomicI64 = AtomicI64::new(0);
+
+/// The log budget of cuckoo filters' capacity warnings.
+pub static CAPACITY_LOG: Budget = Budget::new(
+    "cuckoo capacity warnings (INFO bf cf_capacity_warnings_suppressed counts them all, the \
+     cf.capacity keyspace events report each)",
+);
 
 /// The figures of one filter that the totals sum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,9 +154,7 @@ pub fn info() -> Vec<Section> {
         ("cf_capacity_warnings", n(&CAPACITY_WARNINGS)),
         (
             "cf_capacity_warnings_suppressed",
-            crate::cuckoo::propagate::CAPACITY_LOG
-                .suppressed()
-                .to_string(),
+            CAPACITY_LOG.suppressed().to_string(),
         ),
     ];
     vec![Section {

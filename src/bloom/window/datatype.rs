@@ -19,7 +19,8 @@ use layerbloom_filter::window::{codec, WindowedFilter};
 use layerbloom_filter::FilterError;
 use redis_module::{native_types::RedisType, raw};
 
-use crate::bloom::datatype::{emit_dump, restore_limits, save_pieces};
+use crate::bloom::datatype::{emit_dump, save_pieces};
+use crate::memory::Limits;
 use crate::raw_api::{Digest, Io};
 use crate::type_callbacks::{self, type_methods, StoredValue};
 
@@ -101,7 +102,7 @@ extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_vo
             ));
         }
         // A client's RESTORE is held to the limits before anything is allocated.
-        let budget = restore_limits(io).map(|l| l.bytes());
+        let budget = Limits::for_restore(io).map(|l| l.bytes());
         // A client's RESTORE on a primary is also held to its clock (see
         // `WindowHeader::clock_error`); loading from disk or a primary never reads one.
         let clock = budget
