@@ -613,6 +613,67 @@ mod tests {
     use super::*;
 
     #[test]
+    fn each_kind_reads_its_values_and_says_what_it_must_be() {
+        let size = Setting::integer("bf-n", "tests", 100, 1, 1 << 30).legacy("n");
+        assert_eq!(size.parse(b"1"), Some(1));
+        assert_eq!(size.parse(b"0"), None);
+        assert_eq!(size.must(), "must be an integer in [1, 1073741824]");
+        assert_eq!(size.legacy, Some("n"));
+        let percent = Setting::percentage("bf-p", "tests", 70);
+        assert_eq!(
+            (percent.parse(b"100"), percent.parse(b"101")),
+            (Some(100), None)
+        );
+        assert_eq!(percent.must(), "must be a percentage, 0 to 100");
+        assert_eq!(percent.integer_value(), 70);
+        let memory = Setting::memory("bf-m", "tests", 4 << 30, 1024);
+        assert_eq!(
+            (memory.parse(b"1kb"), memory.parse(b"1k")),
+            (Some(1024), None)
+        );
+        assert_eq!(
+            memory.must(),
+            "must be a memory size of at least 1024 bytes"
+        );
+        let rate = Setting::rate("bf-r", "tests", (0.01, c"0.01"), 0.25);
+        assert_eq!(rate.rate_value(), 0.01);
+        assert_eq!(rate.text(), "0.01", "the default's text until set");
+        assert_eq!(rate.parse(b"0.5"), Some(0.5f64.to_bits() as i64));
+        assert_eq!(rate.parse(b"1"), None);
+        assert_eq!(
+            rate.must(),
+            "error rate must be a number in the open interval (0, 1)"
+        );
+        let choice = Setting::choice("bf-c", "tests", &[c"blocked", c"classic"], 0);
+        assert_eq!(
+            (choice.parse(b"CLASSIC"), choice.parse(b"x")),
+            (Some(1), None)
+        );
+        assert_eq!(choice.must(), "must be blocked or classic");
+        assert_eq!(choice.text(), "blocked");
+        choice.store(1);
+        assert_eq!((choice.text(), choice.changes()), ("classic".into(), 1));
+        choice.store(1);
+        assert_eq!(
+            choice.changes(),
+            1,
+            "setting the same value changes nothing"
+        );
+        assert_eq!(choice.info_field(), "c");
+        assert_eq!(
+            Setting::integer("bf-expansion-factor", "tests", 2, 0, 32).info_field(),
+            "expansion_factor"
+        );
+    }
+
+    #[test]
+    fn a_setting_listed_by_several_structures_is_one_setting() {
+        let table = [&MAX_FILTER_MEMORY, &CAPACITY_WARNING, &MAX_FILTER_MEMORY];
+        let names: Vec<_> = distinct(&table).iter().map(|s| s.name).collect();
+        assert_eq!(names, ["bf-max-filter-memory", "bf-capacity-warning"]);
+    }
+
+    #[test]
     fn memory_amounts_parse_like_redis() {
         assert_eq!(parse_memory(b"1024"), Some(1024));
         assert_eq!(parse_memory(b"4gb"), Some(4 << 30));

@@ -94,3 +94,33 @@ pub fn default_expansion() -> u32 {
 pub fn initial_size() -> u64 {
     INITIAL_SIZE.integer_value() as u64
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_settings_that_apply_to_bloom_filters_in_info_s_order() {
+        let fields: Vec<_> = config::info_fields(SETTINGS)
+            .into_iter()
+            .map(|(field, value)| format!("{field}:{value}"))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "error_rate:0.01",
+                "initial_size:100",
+                "expansion_factor:2",
+                "max_filter_memory:4294967296",
+                "layout:blocked",
+                "capacity_warning:70",
+            ]
+        );
+        for setting in SETTINGS {
+            assert!(!setting.applies.is_empty(), "{}", setting.name);
+        }
+        let legacy: Vec<_> = SETTINGS.iter().filter_map(|s| s.legacy).collect();
+        assert_eq!(legacy, ["error_rate", "initial_size", "expansion"]);
+        assert_eq!(default_spec(), FilterSpec::new(100, 0.01, 2));
+    }
+}
