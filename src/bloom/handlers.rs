@@ -137,7 +137,7 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> CommandResult {
         &[args[2].as_slice()],
         &args[2..],
         Some(default_creation),
-        Shape::Single,
+        AddCommand::Single,
     )
 }
 
@@ -149,7 +149,7 @@ pub fn madd(ctx: &Context, args: &[RedisString]) -> CommandResult {
         &slices(&args[2..]),
         &args[2..],
         Some(default_creation),
-        Shape::Multi,
+        AddCommand::Multi,
     )
 }
 
@@ -174,14 +174,14 @@ pub fn insert(ctx: &Context, args: &[RedisString]) -> CommandResult {
         parsed.items,
         item_args,
         create,
-        Shape::Insert,
+        AddCommand::Insert,
     )
 }
 
 /// Which add command runs: its reply shape, and whether its arguments are just the key and
 /// the items (then, when every item changed an existing filter, it replicates verbatim).
 #[derive(Clone, Copy, PartialEq)]
-enum Shape {
+enum AddCommand {
     /// BF.ADD: one reply, `key item`.
     Single,
     /// BF.MADD: an array reply, `key item...`.
@@ -201,11 +201,11 @@ fn add_items(
     items: &[&[u8]],
     item_args: &[RedisString],
     create: Option<impl FnOnce() -> (FilterSpec, Option<Window>)>,
-    shape: Shape,
+    command: AddCommand,
 ) -> CommandResult {
     debug_assert_eq!(items.len(), item_args.len());
-    let multi = shape != Shape::Single;
-    let verbatim = shape != Shape::Insert;
+    let multi = command != AddCommand::Single;
+    let verbatim = command != AddCommand::Insert;
     let key = ctx.open_key_writable(key_name);
     // Only a creation and an add that may grow the filter (its limits) depend on the context
     // flags: most adds never ask Redis for them (about 130 instructions a call).

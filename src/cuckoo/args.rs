@@ -13,9 +13,9 @@ use layerbloom_filter::cuckoo::Params;
 use crate::error::BfError;
 use crate::number;
 
-/// A new filter's shape: the first sub-filter's bucket count and the settings.
+/// A new filter's spec: the first sub-filter's bucket count and the settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Shape {
+pub struct Spec {
     pub buckets: u64,
     pub params: Params,
     /// `ERROR e` (the extension): the asked rate and the widths sized for it; `None` for
@@ -37,18 +37,18 @@ fn error_rate(text: &[u8]) -> Result<f64, BfError> {
         .ok_or(BfError::CfErrorRange)
 }
 
-/// The shape of an extension filter for `capacity` items at `error`: the bucket size the
+/// The spec of an extension filter for `capacity` items at `error`: the bucket size the
 /// sizing picks unless `BUCKETSIZE` names one of its sizes, 500 eviction attempts unless
 /// `MAXITERATIONS` says otherwise (the sizing's loads are reached with them), RedisBloom's
 /// expansion unless `EXPANSION` says otherwise. Buckets are enough for `capacity` at the
 /// load the bucket size reaches.
-fn extension_shape(
+fn extension_spec(
     capacity: i64,
     error: f64,
     bucket_size: Option<u8>,
     max_iterations: Option<u16>,
     expansion: Option<u16>,
-) -> Result<Shape, BfError> {
+) -> Result<Spec, BfError> {
     let ext = Extension::for_rate(error, bucket_size).ok_or(match bucket_size {
         Some(b) if rate::reached_load(b).is_none() => BfError::CfErrorBucketSize,
         _ => BfError::CfErrorTooSmall,
@@ -58,7 +58,7 @@ fn extension_shape(
     }
     // Too many buckets to exist: the allocation is then refused like any too large one.
     let buckets = ext.buckets_for(capacity as u64).unwrap_or(1 << 63);
-    Ok(Shape {
+    Ok(Spec {
         buckets,
         params: Params {
             bucket_size: ext.bucket_size,
@@ -73,14 +73,14 @@ fn extension_shape(
 }
 
 /// The filter `CF.ADD` / `CF.INSERT` create on a missing key without `CAPACITY`.
-pub fn default_shape() -> Shape {
-    shape_for(params::DEFAULT_CAPACITY as i64, Params::default())
+pub fn default_spec() -> Spec {
+    spec_for(params::DEFAULT_CAPACITY as i64, Params::default())
         .expect("the default capacity is valid")
 }
 
-fn shape_for(capacity: i64, params: Params) -> Result<Shape, BfError> {
+fn spec_for(capacity: i64, params: Params) -> Result<Spec, BfError> {
     let buckets = params::buckets_for(capacity, params.bucket_size).map_err(param_error)?;
-    Ok(Shape {
+    Ok(Spec {
         buckets,
         params,
         rate: None,
@@ -108,7 +108,7 @@ const RESERVE_OPTIONS: [&str; 4] = ["MAXITERATIONS", "BUCKETSIZE", "EXPANSION", 
 /// `args` are the arguments after the key. Errors come in RedisBloom's order: the
 /// capacity's number, then MAXITERATIONS, BUCKETSIZE and EXPANSION (each parsed, then its
 /// range), then ERROR, then the capacity's minimum.
-pub fn parse_reserve(args: &[&[u8]]) -> Result<Shape, BfError> {
+pub fn parse_reserve(args: &[&[u8]]) -> Result<Spec, BfError> {
     let (cap, options) = args.split_first().ok_or(BfError::WrongArity)?;
     let cap = capacity(cap)?;
     if options.len() % 2 != 0 {
@@ -139,7 +139,7 @@ pub fn parse_reserve(args: &[&[u8]]) -> Result<Shape, BfError> {
     }
     if let Some(v) = values[3] {
         let given = |i: usize| values[i].is_some();
-        return extension_shape(
+        return extension_spec(
             cap,
             error_rate(v)?,
             given(1).then_some(p.bucket_size),
@@ -147,14 +147,14 @@ pub fn parse_reserve(args: &[&[u8]]) -> Result<Shape, BfError> {
             given(2).then_some(p.expansion),
         );
     }
-    shape_for(cap, p)
+    spec_for(cap, p)
 }
 
 /// A parsed `CF.INSERT` / `CF.INSERTNX`.
 #[derive(Debug)]
 pub struct Insert<'a> {
     /// The filter to create on a missing key; `None` with NOCREATE.
-    pub create: Option<Shape>,
+    pub create: Option<Spec>,
     pub items: &'a [&'a [u8]],
 }
 
@@ -184,11 +184,11 @@ pub fn parse_insert<'a>(args: &'a [&'a [u8]]) -> Result<Insert<'a>, BfError> {
             }
             // The capacity is checked with NOCREATE too, as RedisBloom checks it.
             let cap = cap.unwrap_or(params::DEFAULT_CAPACITY as i64);
-            let shape = match error_rate_arg {
-                Some(e) => extension_shape(cap, e, None, None, None)?,
-                None => shape_for(cap, Params::default())?,
+            let spec = match error_rate_arg {
+                Some(e) => extension_spec(cap, e, None, None, None)?,
+                None => spec_for(cap, Params::default())?,
             };
-            let create = (!nocreate).then_some(shape);
+            let create = (!nocreate).then_some(spec);
             return Ok(Insert { create, items });
         } else if word.eq_ignore_ascii_case(b"CAPACITY") {
             let Some(value) = args.get(i + 1) else {
@@ -240,7 +240,7 @@ pub enum Syntax {
 /// `CF.RESERVE` as RedisBloom reads it: `args` are the arguments after the command name
 /// (the key first); each option word is searched from the key on, the first occurrence
 /// counting, and other words are ignored.
-pub fn parse_reserve_redisbloom(args: &[&[u8]]) -> Result<Shape, BfError> {
+pub fn parse_reserve_redisbloom(args: &[&[u8]]) -> Result<Spec, BfError> {
     let cap = capacity(args.get(1).ok_or(BfError::WrongArity)?)?;
     let value = |name: &str| {
         let at = args
@@ -261,7 +261,7 @@ pub fn parse_reserve_redisbloom(args: &[&[u8]]) -> Result<Shape, BfError> {
         let v = number::parse_i64(v).ok_or(BfError::CfExpansionNotNumeric)?;
         p.expansion = params::expansion(v).map_err(param_error)?;
     }
-    shape_for(cap, p)
+    spec_for(cap, p)
 }
 
 /// `CF.INSERT` as RedisBloom reads it: options told apart by their first letter (`c...`
@@ -292,13 +292,13 @@ pub fn parse_insert_redisbloom<'a>(args: &'a [&'a [u8]]) -> Result<Insert<'a>, B
                 if items.is_empty() {
                     return Err(BfError::WrongArity);
                 }
-                // The shape the strict parser checked on the primary, even for an existing key.
-                let shape = match rate {
-                    Some(e) => extension_shape(cap, e, None, None, None)?,
-                    None => shape_for(cap, Params::default())?,
+                // The spec the strict parser checked on the primary, even for an existing key.
+                let spec = match rate {
+                    Some(e) => extension_spec(cap, e, None, None, None)?,
+                    None => spec_for(cap, Params::default())?,
                 };
                 return Ok(Insert {
-                    create: (!nocreate).then_some(shape),
+                    create: (!nocreate).then_some(spec),
                     items,
                 });
             }
@@ -406,12 +406,12 @@ impl InfoField {
 mod tests {
     use super::*;
 
-    fn reserve(words: &[&str]) -> Result<Shape, BfError> {
+    fn reserve(words: &[&str]) -> Result<Spec, BfError> {
         let args: Vec<&[u8]> = words.iter().map(|w| w.as_bytes()).collect();
         parse_reserve(&args)
     }
 
-    fn insert(words: &[&str]) -> Result<(Option<Shape>, usize), BfError> {
+    fn insert(words: &[&str]) -> Result<(Option<Spec>, usize), BfError> {
         let args: Vec<&[u8]> = words.iter().map(|w| w.as_bytes()).collect();
         parse_insert(&args).map(|i| (i.create, i.items.len()))
     }
@@ -482,11 +482,11 @@ mod tests {
     fn insert_takes_whole_words_and_every_word_after_items() {
         assert_eq!(
             insert(&["ITEMS", "ITEMS", "NOCREATE"]).unwrap(),
-            (Some(default_shape()), 2)
+            (Some(default_spec()), 2)
         );
         assert_eq!(insert(&["NOCREATE", "ITEMS", "a"]).unwrap(), (None, 1));
-        let (shape, n) = insert(&["capacity", "10", "items", "a", "b"]).unwrap();
-        assert_eq!((shape.unwrap().buckets, n), (8, 2));
+        let (spec, n) = insert(&["capacity", "10", "items", "a", "b"]).unwrap();
+        assert_eq!((spec.unwrap().buckets, n), (8, 2));
         assert_eq!(
             insert(&["nx", "ITEMS", "a"]),
             Err(BfError::InsertUnknownArgument)
@@ -628,12 +628,12 @@ mod tests {
                 "{bad}"
             );
         }
-        // Huge capacities make a shape the allocation then refuses.
+        // Huge capacities make a spec the allocation then refuses.
         assert!(reserve(&["9223372036854775807", "ERROR", "0.01"]).is_ok());
-        let (shape, _) = insert(&["ERROR", "0.001", "CAPACITY", "100", "ITEMS", "a"]).unwrap();
-        assert_eq!(shape.unwrap().rate.unwrap().widths.first, 13);
-        let (shape, _) = insert(&["NOCREATE", "ERROR", "0.5", "ITEMS", "a"]).unwrap();
-        assert_eq!(shape, None);
+        let (spec, _) = insert(&["ERROR", "0.001", "CAPACITY", "100", "ITEMS", "a"]).unwrap();
+        assert_eq!(spec.unwrap().rate.unwrap().widths.first, 13);
+        let (spec, _) = insert(&["NOCREATE", "ERROR", "0.5", "ITEMS", "a"]).unwrap();
+        assert_eq!(spec, None);
         assert_eq!(
             insert(&["ERROR", "2", "ITEMS", "a"]),
             Err(BfError::CfErrorRange)

@@ -20,7 +20,7 @@ use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{Context, ContextFlags, KeyType, RedisString};
 
 use crate::config;
-use crate::cuckoo::args::{self, InfoField, Shape, Syntax};
+use crate::cuckoo::args::{self, InfoField, Spec, Syntax};
 use crate::cuckoo::datatype::{self, CUCKOO_TYPE, WIDE_CUCKOO_TYPE};
 use crate::cuckoo::propagate::{self, Change};
 use crate::cuckoo::stats::{self, Figures};
@@ -111,21 +111,15 @@ impl<'c> Flags<'c> {
     }
 }
 
-/// Creates a filter of `shape` within the creation limits: RedisBloom's layout, or the
-/// extension's for a shape with a rate.
-fn new_filter(flags: &Flags, shape: Shape) -> Result<AnyFilter, BfError> {
+/// Creates a filter of `spec` within the creation limits: RedisBloom's layout, or the
+/// extension's for a spec with a rate.
+fn new_filter(flags: &Flags, spec: Spec) -> Result<AnyFilter, BfError> {
     let flags = flags.get();
     let limits = Limits::for_creation(flags, config::max_filter_bytes(flags));
-    match shape.rate {
-        None => CuckooFilter::new(shape.buckets, shape.params, limits.bytes()).map(AnyFilter::from),
-        Some(r) => WideFilter::new(
-            shape.buckets,
-            shape.params,
-            r.widths,
-            r.error,
-            limits.bytes(),
-        )
-        .map(AnyFilter::from),
+    match spec.rate {
+        None => CuckooFilter::new(spec.buckets, spec.params, limits.bytes()).map(AnyFilter::from),
+        Some(r) => WideFilter::new(spec.buckets, spec.params, r.widths, r.error, limits.bytes())
+            .map(AnyFilter::from),
     }
     .map_err(|e| cf_error(&limits, e, true))
 }
@@ -195,7 +189,7 @@ fn syntax(flags: &Flags) -> Syntax {
 /// `CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS m] [EXPANSION e]`
 pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let flags = Flags::new(ctx);
-    let shape = match syntax(&flags) {
+    let spec = match syntax(&flags) {
         Syntax::Strict => {
             let rest: Vec<&[u8]> = args[2..].iter().map(RedisString::as_slice).collect();
             args::parse_reserve(&rest)?
@@ -210,20 +204,20 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> CommandResult {
         write_filter(&key)?;
         return Err(BfError::ItemExists);
     }
-    let filter = store_filter(&key, new_filter(&flags, shape)?)?;
+    let filter = store_filter(&key, new_filter(&flags, spec)?)?;
     let header = filter.header();
     propagate::after_write(ctx, &args[1], Change::Reserved(&header));
     Reply::new(ctx).ok();
     Ok(())
 }
 
-/// The filter under a key for an add, created with the shape `create` gives when missing
+/// The filter under a key for an add, created with the spec `create` gives when missing
 /// (`None`: a missing key is "ERR not found"); and the header of a filter it created. The
-/// shape is asked for only then: CF.ADD's default one costs a sizing per call otherwise.
+/// spec is asked for only then: CF.ADD's default one costs a sizing per call otherwise.
 fn filter_for_add<'k>(
     flags: &Flags,
     key: &'k RedisKeyWritable,
-    create: impl FnOnce() -> Option<Shape>,
+    create: impl FnOnce() -> Option<Spec>,
 ) -> Result<(&'k mut AnyFilter, Option<Vec<u8>>), BfError> {
     if let Some(filter) = write_filter(key)? {
         return Ok((filter, None));
@@ -246,7 +240,7 @@ pub fn addnx(ctx: &Context, args: &[RedisString]) -> CommandResult {
 fn add_one(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult {
     let flags = Flags::new(ctx);
     let key = ctx.open_key_writable(&args[1]);
-    let (filter, created) = filter_for_add(&flags, &key, || Some(args::default_shape()))?;
+    let (filter, created) = filter_for_add(&flags, &key, || Some(args::default_spec()))?;
     let before = Figures::before_append(filter);
     let mark = LoadMark::of(filter);
     let item = args[2].as_slice();
