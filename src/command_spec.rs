@@ -4,7 +4,7 @@
 //! `dispatch::command_table!`), and the integration tests include this file and the tables
 //! with `#[path]` to derive their expectations from the same entries.
 //!
-//! A structure's table (e.g. `bf/table.rs`) is one `command_table!` invocation: the
+//! A structure's table (e.g. `bloom/table.rs`) is one `command_table!` invocation: the
 //! structure's own ACL category (`category: "bloom";`), then entries
 //! `handler => CommandSpec { .. }`. Whoever includes the file brings the macro: the glue's
 //! registers the handlers, the tests' keeps only the category and the specs.

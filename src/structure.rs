@@ -31,3 +31,19 @@ pub struct Section {
     pub name: &'static str,
     pub fields: Vec<(Cow<'static, str>, String)>,
 }
+
+impl Section {
+    /// A section of fields whose names are fixed.
+    pub fn of(
+        name: &'static str,
+        fields: impl IntoIterator<Item = (&'static str, String)>,
+    ) -> Self {
+        Section {
+            name,
+            fields: fields
+                .into_iter()
+                .map(|(field, value)| (Cow::Borrowed(field), value))
+                .collect(),
+        }
+    }
+}

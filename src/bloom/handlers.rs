@@ -388,7 +388,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
 }
 
 /// BF.INFO of a windowed filter: the same fields, over the slices a read answers from
-/// (`bf::window`'s notes), and the window's own.
+/// (`bloom::window`'s notes), and the window's own.
 fn windowed_info(ctx: &Context, view: InfoView, request: InfoRequest<InfoField>) {
     let filter = view.filter;
     let reply = Reply::new(ctx);

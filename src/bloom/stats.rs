@@ -14,7 +14,6 @@
 //! written, loaded or copied. After `CONFIG SET bf-capacity-warning` a filter is counted under
 //! the new threshold from its next write.
 
-use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -218,7 +217,7 @@ pub fn slices_expired(slices: u32) {
 }
 
 /// The `bf_stats` fields (Redis adds the module's `bf_` prefix).
-pub fn fields() -> Vec<(Cow<'static, str>, String)> {
+pub fn fields() -> [(&'static str, String); 13] {
     let n = |counter: &AtomicI64| counter.load(Ordering::Relaxed).to_string();
     let full = REFUSED_FULL.load(Ordering::Relaxed);
     let grow = REFUSED_GROW.load(Ordering::Relaxed);
@@ -240,19 +239,13 @@ pub fn fields() -> Vec<(Cow<'static, str>, String)> {
         ("windowed_filters", n(&WINDOWED_FILTERS)),
         ("window_slices_expired", n(&SLICES_EXPIRED)),
     ]
-    .into_iter()
-    .map(|(field, value)| (Cow::Borrowed(field), value))
-    .collect()
 }
 
 /// Bloom's sections of `INFO bf`: `bf_stats`, and `bf_settings`, the settings that apply to
 /// Bloom filters (RedisBloom's section for them; they include those every structure shares).
 pub fn info() -> Vec<Section> {
     vec![
-        Section {
-            name: "stats",
-            fields: fields(),
-        },
+        Section::of("stats", fields()),
         Section {
             name: "settings",
             fields: config::info_fields(settings::SETTINGS),

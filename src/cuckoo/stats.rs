@@ -1,9 +1,8 @@
 //! Module-wide cuckoo figures for `INFO bf` (section `bf_cuckoo`): filters, sub-filters,
-//! items, bytes, and what the filters could not do. Running sums, as for the Bloom figures
-//! (`bloom/stats.rs`): added when a filter enters the keyspace, changed by each write, subtracted
-//! when it is freed (also on Redis's lazy-free thread, hence atomics).
+//! items, bytes, and what the filters could not do. Running sums, as for the Bloom figures:
+//! added when a filter enters the keyspace, changed by each write, subtracted when it is
+//! freed (also on Redis's lazy-free thread, hence atomics).
 
-use std::borrow::Cow;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use layerbloom_filter::cuckoo::AnyFilter;
@@ -157,11 +156,5 @@ pub fn info() -> Vec<Section> {
             CAPACITY_LOG.suppressed().to_string(),
         ),
     ];
-    vec![Section {
-        name: "cuckoo",
-        fields: fields
-            .into_iter()
-            .map(|(field, value)| (Cow::Borrowed(field), value))
-            .collect(),
-    }]
+    vec![Section::of("cuckoo", fields)]
 }

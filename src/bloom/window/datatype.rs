@@ -1,8 +1,9 @@
 //! The native data type `LBbloomW-` of windowed Bloom filters (`BF.RESERVE ... WINDOW ms`)
 //! and its callbacks. A type of its own: RedisBloom has no windowed filters, and a name it does
 //! not know makes its loader refuse such a value cleanly instead of misreading it. The
-//! callbacks are the shared ones (`type_callbacks`), with the Bloom type's RESTORE limits and
-//! `BF.LOADCHUNK` stream (`datatype.rs`); the byte formats are the core's
+//! callbacks are the shared ones (`type_callbacks`), with the shared RESTORE limits
+//! (`memory.rs`) and the Bloom type's `BF.LOADCHUNK` stream (`bloom/datatype.rs`); the byte
+//! formats are the core's
 //! (`layerbloom_filter::window::codec`).
 //!
 //! - RDB / DUMP: the core's RDB encoding, one string buffer per piece it makes.
