@@ -79,11 +79,12 @@ fn syntax(spec: &CommandSpec) -> String {
         .join(" ")
 }
 
-/// Whether a word is spelled like a command of this module (`BF.ADD`, `CF.LOADCHUNK`).
+/// Whether a word is spelled like a command of a module structure (`BF.ADD`,
+/// `CF.LOADCHUNK`, `TOPK.ADD`).
 fn looks_like_command(word: &str) -> bool {
     match word.split_once('.') {
         Some((structure, name)) => {
-            structure.len() == 2
+            structure.len() >= 2
                 && structure.bytes().all(|b| b.is_ascii_uppercase())
                 && !name.is_empty()
                 && name.bytes().all(|b| b.is_ascii_uppercase())
