@@ -3,8 +3,10 @@
 //! come from `tests/table/`, the one place that names their files), the README lists every
 //! command in one line with its table's summary and a link to its section, no page names a
 //! command the tables lack, every relative link of the README and `docs/` leads to a file and
-//! heading that exist, and the README stays a front door of at most 250 lines.
+//! heading that exist, and the README stays a front door of at most 250 lines. One test asks
+//! a server: every setting and `INFO bf` field it reports is documented.
 
+use crate::common::{Exec, Server};
 use crate::table::{self, spec::ArgKind, spec::CommandSpec};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -389,4 +391,51 @@ fn the_syntax_renderer_spells_options_repeats_and_choices_as_redis_does() {
         slug("A false-positive rate of your choosing (ERROR)"),
         "a-false-positive-rate-of-your-choosing-error"
     );
+}
+
+/// The README and every page under `docs/` in one text.
+fn all_text() -> String {
+    all_pages()
+        .iter()
+        .map(|p| read(p))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn every_setting_and_info_field_the_server_reports_is_documented() {
+    let s = Server::start();
+    let mut con = s.conn();
+    let configuration = read(&root().join("docs/configuration.md"));
+    let text = all_text();
+    let mut missing = Vec::new();
+    // CONFIG GET * answers names and values in turn; Redis 7 names module settings
+    // `bf.<setting>`, Redis 8 also without the prefix.
+    let config: Vec<String> = con.q(&cmd!("CONFIG", "GET", "*"));
+    let settings: BTreeSet<&str> = config
+        .iter()
+        .step_by(2)
+        .map(|name| name.strip_prefix("bf.").unwrap_or(name))
+        .filter(|name| name.starts_with("bf-"))
+        .collect();
+    assert!(settings.contains("bf-error-rate"), "{settings:?}");
+    for setting in &settings {
+        if !configuration.contains(&format!("\n| `{setting}` |")) {
+            missing.push(format!(
+                "setting {setting}: no row in docs/configuration.md"
+            ));
+        }
+    }
+    let info: String = con.q(&cmd!("INFO", "bf"));
+    let fields: Vec<&str> = info
+        .lines()
+        .filter_map(|line| line.split_once(':').map(|(field, _)| field))
+        .collect();
+    assert!(fields.contains(&"bf_filters"), "{info}");
+    for field in fields {
+        if !text.contains(&format!("`{field}`")) {
+            missing.push(format!("INFO bf field {field}: not in the README or docs/"));
+        }
+    }
+    assert!(missing.is_empty(), "undocumented:\n{}", missing.join("\n"));
 }
