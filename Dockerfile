@@ -21,5 +21,5 @@ RUN cargo build --release -p layerbloom \
 
 FROM redis:${REDIS_TAG}
 COPY --from=build /out/liblayerbloom.so /usr/local/lib/redis/modules/liblayerbloom.so
-# Module arguments follow the path (see README, Settings), e.g. ERROR_RATE 0.001.
+# Module arguments follow the path (see docs/configuration.md), e.g. ERROR_RATE 0.001.
 CMD ["redis-server", "--loadmodule", "/usr/local/lib/redis/modules/liblayerbloom.so"]

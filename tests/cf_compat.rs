@@ -11,7 +11,7 @@
 //! layerbloom on a seeded random command stream.
 //!
 //! Where layerbloom answers otherwise on purpose, [`DIFFERENCES`] says so, once, with the
-//! reason (README.md, "Cuckoo filters", lists the same differences).
+//! reason (docs/compatibility.md, "Cuckoo filters (CF.*)", lists the same differences).
 
 use crate::common;
 

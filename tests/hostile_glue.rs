@@ -52,7 +52,7 @@ fn rate_view(con: &mut redis::Connection) -> Vec<String> {
     let mut out = Vec::new();
     for key in RATE_KEYS {
         out.push(format!("{key} {:?}", con.raw(&cmd!("BF.DEBUG", key))));
-        // Size is RedisBloom's own figure only in classic mode (README), a server setting.
+        // Size is RedisBloom's own figure only in classic mode (docs/compatibility.md), a server setting.
         let info = bf_info(con, key);
         out.push(format!("{key} {:?}", common::BfInfo { size: 0, ..info }));
         out.push(format!("{key} {:?}", common::scandump(con, key)));

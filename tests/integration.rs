@@ -16,6 +16,7 @@ mod cluster;
 mod commands;
 mod compat;
 mod defrag;
+mod docs;
 mod hostile;
 mod hostile_glue;
 mod hosts;

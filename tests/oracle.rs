@@ -11,7 +11,7 @@
 //!   on false positives are not compared (see [`Pair::blocked_view`]).
 //! - RedisBloom changed a few texts and behaviours after 2.8; layerbloom follows the newest,
 //!   and [`version_rule`] / [`NEWEST_TEXTS`] map 2.8's to them in one place. The deliberate
-//!   differences README.md lists are handled once each in [`deliberate`] and the views.
+//!   differences docs/compatibility.md lists are handled once each in [`deliberate`] and the views.
 //! - Data written by RedisBloom at test time (an RDB file, DUMP payloads, SCANDUMP streams, an
 //!   AOF) must load into layerbloom and answer identically; SCANDUMP streams go back too.
 //!
@@ -620,10 +620,10 @@ impl Pair {
     /// The parts of the replies the blocked layout can be held to: false positives differ
     /// between layouts, so lookups of items not known added are not compared, and an add that
     /// one side finds falsely present drops the key from both (it would diverge from there);
-    /// BF.INFO Size is layerbloom's real memory (README, "Moving from RedisBloom"); BF.DEBUG
-    /// lines have the blocked layout's own geometry words (README), so only the items and
+    /// BF.INFO Size is layerbloom's real memory (docs/compatibility.md, "Moving from RedisBloom"); BF.DEBUG
+    /// lines have the blocked layout's own geometry words (docs/commands/bloom.md, BF.DEBUG), so only the items and
     /// each layer's capacity, size and ratio are compared; SCANDUMP data is layerbloom's own
-    /// format (README, BF.SCANDUMP).
+    /// format (docs/commands/bloom.md, BF.SCANDUMP).
     fn blocked_view(&mut self, args: &[Vec<u8>], want: &R, got: &R) -> (R, R) {
         let name = upper(&args[0]);
         let key = args.get(1).cloned().unwrap_or_default();
@@ -749,7 +749,7 @@ fn finish_copy(
     Ok(())
 }
 
-/// README, BF.SCANDUMP / BF.LOADCHUNK: a chunk is ORed into the filter's bits, where
+/// docs/commands/bloom.md, BF.SCANDUMP / BF.LOADCHUNK: a chunk is ORed into the filter's bits, where
 /// RedisBloom overwrites them (so that no chunk can erase a live filter's items). RedisBloom
 /// is sent the chunk ORed with its own bytes at that offset: both servers then end with the
 /// same bits, and every later reply is compared exactly. Chunks that cannot apply (no key,
@@ -804,19 +804,19 @@ fn chunk_ored_for_redisbloom(args: &[Vec<u8>], rb: &mut Side) -> Vec<Vec<u8>> {
     vec![args[0].clone(), args[1].clone(), args[2].clone(), ored]
 }
 
-/// README's deliberate differences from RedisBloom that a stream meets, each in one place.
+/// docs/compatibility.md's deliberate differences from RedisBloom that a stream meets, each in one place.
 fn deliberate(args: &[Vec<u8>], want: &mut R, rb: &mut Side) {
     let name = upper(&args[0]);
-    // README, Commands: "Every command answers WRONGTYPE ... on a key of another type
-    // (RedisBloom answers 0 from BF.EXISTS there ...)".
+    // docs/commands/bloom.md: "Every command answers WRONGTYPE ... on a key of another type
+    // ... (RedisBloom answers 0 from BF.EXISTS there ...)".
     if (name == "BF.EXISTS" || name == "BF.MEXISTS") && args.len() >= 3 {
         let kind = rb.run(false, &[b"TYPE".to_vec(), args[1].clone()]);
         if kind != R::Simple("none".into()) && kind != R::Simple("MBbloom--".into()) {
             *want = R::err("WRONGTYPE Operation against a key holding the wrong kind of value");
         }
     }
-    // README, BF.RESERVE: "ERR Unknown argument received (an unknown word: RedisBloom ignores
-    // these, layerbloom refuses them ...)". layerbloom checks the words before the key.
+    // docs/commands/bloom.md, BF.RESERVE: "ERR Unknown argument received (an unknown word,
+    // which RedisBloom ignores ...)". layerbloom checks the words before the key.
     if name == "BF.RESERVE" && args.len() > 4 {
         let unknown = args[4..].iter().enumerate().any(|(i, a)| {
             let w = upper(a);
@@ -833,7 +833,7 @@ fn deliberate(args: &[Vec<u8>], want: &mut R, rb: &mut Side) {
     }
 }
 
-/// BF.INFO's Size left out (blocked filters: layerbloom's real memory, README).
+/// BF.INFO's Size left out (blocked filters: layerbloom's real memory, docs/compatibility.md).
 fn mask_size(args: &[Vec<u8>], v: &R) -> R {
     if args.len() == 3 && upper(&args[2]) == "SIZE" {
         return R::Masked("Size");
@@ -982,7 +982,7 @@ const EXPANSIONS: &[&str] = &["1", "2", "3", "4"];
 const BAD_EXPANSIONS: &[&str] = &["x", "-1", "1.5", "''", "-0"];
 const INFO_WORDS: &[&str] = &["CAPACITY", "SIZE", "FILTERS", "ITEMS", "EXPANSION"];
 /// Unknown BF.INFO words. layerbloom's own health words (ERROR, FILL, FPR, DISTINCT,
-/// MAXCAPACITY) are its documented extension (README, BF.INFO), which RedisBloom refuses:
+/// MAXCAPACITY) are its documented extension (docs/commands/bloom.md, BF.INFO), which RedisBloom refuses:
 /// the streams do not send them.
 const BAD_INFO_WORDS: &[&str] = &["FOO", "''", "ITEM", "CAPACITYX", "1"];
 const ITERATORS: &[&str] = &[
@@ -1676,7 +1676,7 @@ fn probes() -> Vec<Vec<u8>> {
 
 /// Compares a filter on RedisBloom with one on layerbloom: lookups of added and absent items
 /// (exact: RedisBloom's data is classic in layerbloom), CARD, INFO (whole and by field, Size
-/// excepted when `size` is false: layerbloom's real memory, README "Moving from RedisBloom"),
+/// excepted when `size` is false: layerbloom's real memory, docs/compatibility.md "Moving from RedisBloom"),
 /// DEBUG and the SCANDUMP stream, over RESP2 and RESP3.
 #[allow(clippy::too_many_arguments)]
 fn compare_filter(

@@ -13,7 +13,7 @@ use common::{
 };
 use redis::Value;
 
-/// The most layers a filter may have (README, "Sizing").
+/// The most layers a filter may have (docs/sizing.md).
 const MAX_LAYERS: usize = 1024;
 
 /// Offsets in layerbloom's header (format version 1): the layer count, then one 40-byte
@@ -312,7 +312,7 @@ fn a_filter_of_more_layers_than_the_cap_still_loads_from_the_aof_and_cannot_grow
 // ---------------------------------------------------------------- cuckoo eviction walks
 
 /// The error that ends a CF.INSERT / CF.INSERTNX reply once its walks could exceed the
-/// command's budget of 2^20 evictions (README, "Adds are bounded").
+/// command's budget of 2^20 evictions (docs/commands/cuckoo.md, "Adds are bounded").
 const KICK_BUDGET_ERROR: &str = "ERR problem inserting into filter: this command spent its \
      budget of 1048576 evictions; this item and the ones after it were not inserted";
 

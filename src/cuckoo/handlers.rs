@@ -5,7 +5,7 @@
 //! A refused command changes nothing: options are parsed before the key is opened, and every
 //! allocation (a new filter, a new sub-filter) is checked against the per-filter limit and
 //! `maxmemory` before it is made. A key of another type is `WRONGTYPE` for every command (as
-//! for the BF commands; RedisBloom answers 0 or "Not found" for some, see README).
+//! for the BF commands; RedisBloom answers 0 or "Not found" for some, see docs/compatibility.md).
 
 use layerbloom_filter::cuckoo::health::LoadMark;
 use layerbloom_filter::cuckoo::params::DEFAULT_MAX_EXPANSIONS;
