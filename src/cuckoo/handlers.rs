@@ -28,7 +28,7 @@ use crate::dispatch::CommandResult;
 use crate::error::BfError;
 use crate::info_request::InfoRequest;
 use crate::keys;
-use crate::memory::{self, Limits};
+use crate::memory::Limits;
 use crate::reply::{self, Reply};
 
 /// The filter under a key of either cuckoo type (RedisBloom's, or the extension's).
@@ -127,16 +127,7 @@ fn new_filter(flags: &Flags, spec: Spec) -> Result<AnyFilter, BfError> {
 /// The limits of an add to `filter`: growth may take it to the per-filter limit, or to what
 /// `maxmemory` leaves above its current size.
 fn add_limits(flags: &Flags, filter: &AnyFilter) -> (Limits, CfLimits) {
-    let flags = flags.get();
-    let memory = if flags.contains(ContextFlags::MAXMEMORY) {
-        memory::headroom(flags).map(|room| filter.memory_usage().saturating_add(room))
-    } else {
-        None
-    };
-    let limits = Limits {
-        filter: config::max_filter_bytes(flags),
-        memory,
-    };
+    let limits = Limits::for_growth(flags.get(), filter.memory_usage());
     let core = CfLimits {
         max_bytes: limits.bytes(),
         ..CfLimits::default()
@@ -163,10 +154,7 @@ fn needs_growth<T>(result: &Result<T, CuckooError>) -> bool {
 }
 
 /// Limits that no refusal under `NO_GROWTH` is mapped with (only `OverLimit` reads them).
-const UNREAD_LIMITS: Limits = Limits {
-    filter: u64::MAX,
-    memory: None,
-};
+const UNREAD_LIMITS: Limits = Limits::NONE;
 
 /// Whether the command was sent by a primary or is replayed from the AOF: it was carried out
 /// there already, possibly by RedisBloom, and must be carried out here as sent.
