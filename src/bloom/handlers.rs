@@ -13,7 +13,8 @@ use std::cell::OnceCell;
 use layerbloom_filter::bloom::codec;
 use layerbloom_filter::bloom::health;
 use layerbloom_filter::window::codec as window_codec;
-use layerbloom_filter::{FilterError, FilterSpec, Layout, ScalableFilter};
+use layerbloom_filter::window::view::ReadView;
+use layerbloom_filter::{FilterError, FilterSpec, Layout, ScalableFilter, WindowedFilter};
 use redis_module::{Context, ContextFlags, KeyType, RedisString};
 
 use crate::bloom::args::{self, InfoField, InfoRequest, Window};
@@ -21,8 +22,7 @@ use crate::bloom::limits::{self, Refusals};
 use crate::bloom::propagate::{self, Before, Change};
 use crate::bloom::settings;
 use crate::bloom::value::{self, Value, ValueMut};
-use crate::bloom::window::view::{self, InfoView};
-use crate::bloom::window::{self as windowed};
+use crate::bloom::window as windowed;
 use crate::clock;
 use crate::config;
 use crate::dispatch::CommandResult;
@@ -307,16 +307,16 @@ fn check_items(ctx: &Context, args: &[RedisString], multi: bool) -> CommandResul
             .iter()
             .for_each(|i| reply.boolean(f.contains(i.as_slice()))),
         Some(Value::Windowed(f)) => {
-            let at = windowed::clock_slice(ctx, f);
+            let view = windowed::read_view(ctx, f);
             if multi {
                 let items: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
-                for found in view::contains_many(f, &items, at) {
+                for found in view.contains_many(&items) {
                     reply.boolean(found);
                 }
             } else {
                 items
                     .iter()
-                    .for_each(|i| reply.boolean(view::contains(f, i.as_slice(), at)));
+                    .for_each(|i| reply.boolean(view.contains(i.as_slice())));
             }
         }
         None => items.iter().for_each(|_| reply.boolean(false)),
@@ -329,7 +329,7 @@ pub fn card(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let key = ctx.open_key(&args[1]);
     let items = match value::read(&key)? {
         Some(Value::Plain(f)) => f.items(),
-        Some(Value::Windowed(f)) => view::items(f, windowed::clock_slice(ctx, f)),
+        Some(Value::Windowed(f)) => windowed::read_view(ctx, f).items(),
         None => 0,
     };
     // As BF.INFO: a count past i64 (only a crafted payload has one) reads as i64::MAX.
@@ -347,8 +347,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
         Value::Plain(f) => f,
         Value::Windowed(f) => {
             let request = InfoRequest::parse(args.get(2).map(RedisString::as_slice))?;
-            let at = windowed::clock_slice(ctx, f);
-            windowed_info(ctx, InfoView { filter: f, at }, request);
+            windowed_info(ctx, f, windowed::read_view(ctx, f), request);
             return Ok(());
         }
     };
@@ -389,8 +388,12 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
 
 /// BF.INFO of a windowed filter: the same fields, over the slices a read answers from
 /// (`bloom::window`'s notes), and the window's own.
-fn windowed_info(ctx: &Context, view: InfoView, request: InfoRequest<InfoField>) {
-    let filter = view.filter;
+fn windowed_info(
+    ctx: &Context,
+    filter: &WindowedFilter,
+    view: ReadView,
+    request: InfoRequest<InfoField>,
+) {
     let reply = Reply::new(ctx);
     let count = |n: u64| reply.int(i64::try_from(n).unwrap_or(i64::MAX));
     let value = |field: InfoField| match field {

@@ -67,12 +67,15 @@
 //!   `rdb_pieces`, `WindowLoader` (piece by piece) or `load_rdb(src, budget, clock)` (an
 //!   `RdbSource`; with a budget, a client's RESTORE: strict and held to it before allocating),
 //!   `ENCODING_VERSION` for the module type.
+//! * [`view::ReadView`]: what a read sees at a time (or, with none, of the slices held), and
+//!   the figures of the live slices' union.
 
 pub mod codec;
 pub(crate) mod filter;
 mod merge;
 #[cfg(test)]
 mod tests;
+pub mod view;
 
 pub use filter::{Added, Advance, SliceSummary, WindowedFilter};
 

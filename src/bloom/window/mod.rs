@@ -1,6 +1,7 @@
 //! Windowed Bloom filters (`WINDOW ms [SLICES n]`) in the BF commands: their creation, their
-//! adds and their expiry, in one place ([`advance_to`]); what a read sees is `view.rs`, the
-//! type and its callbacks `datatype.rs`. The value of a BF key is either kind
+//! adds and their expiry, in one place ([`advance_to`]); what a read sees is the core's
+//! (`layerbloom_filter::window::view`), read at the primary's clock (`read_view`); the type
+//! and its callbacks are `datatype.rs`. The value of a BF key is either kind
 //! (`bloom::value`), and each handler of `handlers.rs` answers for both.
 //!
 //! Expiry happens by the primary's clock (`clock.rs`), lazily, and is replicated explicitly
@@ -23,8 +24,8 @@
 //! only does what the next access would have done.
 
 pub mod datatype;
-pub mod view;
 
+use layerbloom_filter::window::view::ReadView;
 use layerbloom_filter::window::{WindowSpec, WindowedFilter};
 use layerbloom_filter::FilterSpec;
 use redis_module::key::RedisKeyWritable;
@@ -40,6 +41,12 @@ use crate::error::BfError;
 use crate::memory::Limits;
 use crate::number;
 use crate::reply::Reply;
+
+/// What a read sees: the slices live by the primary's clock, or every slice held where no
+/// clock is read (a replica, a command from the primary, AOF replay).
+pub fn read_view<'f>(ctx: &Context, filter: &'f WindowedFilter) -> ReadView<'f> {
+    ReadView::new(filter, clock::read(ctx))
+}
 
 /// The slice the primary's clock is in for `filter`, or `None` where no clock is read (a
 /// replica, a command from the primary, AOF replay).
