@@ -31,7 +31,7 @@ use crate::hash::{mix64, ItemHash, GOLDEN_GAMMA};
 use crate::zeroed::{advise_huge_pages, HugeSchedule, HUGE_PAGE};
 
 #[cfg(target_arch = "x86_64")]
-mod wide;
+mod avx512;
 
 /// Words in a block.
 const WORDS: usize = 8;
@@ -535,7 +535,7 @@ impl BlockedLayer {
     #[inline(always)]
     pub(crate) fn insert_new(&mut self, hash: &ItemHash) -> u32 {
         #[cfg(target_arch = "x86_64")]
-        let wide = wide::Avx512::detect();
+        let wide = avx512::Avx512::detect();
         #[cfg(not(target_arch = "x86_64"))]
         let wide = None;
         self.insert_new_by_shape(hash, wide)
@@ -684,7 +684,7 @@ impl BlockedLayer {
 
 /// What makes the wide adds (`wide`) possible: nothing where there are none.
 #[cfg(target_arch = "x86_64")]
-type Wide = wide::Avx512;
+type Wide = avx512::Avx512;
 #[cfg(not(target_arch = "x86_64"))]
 type Wide = std::convert::Infallible;
 
@@ -698,7 +698,7 @@ macro_rules! shaped_inserts {
         const SHAPED: &[(u32, u32)] = &[$(($b, $k)),*];
 
         impl BlockedLayer {
-            /// `wide`: the CPU's AVX-512, where it has it (`wide::Avx512::detect`).
+            /// `wide`: the CPU's AVX-512, where it has it (`avx512::Avx512::detect`).
             #[inline(always)]
             fn insert_new_by_shape(&mut self, hash: &ItemHash, wide: Option<Wide>) -> u32 {
                 let g = &self.meta.geometry;
@@ -1092,7 +1092,7 @@ mod tests {
         // (positions repeat), which take the add of any shape. Each add as it runs here:
         // position by position, and with AVX-512 where this CPU has it.
         #[cfg(target_arch = "x86_64")]
-        let wides = [None, wide::Avx512::detect()];
+        let wides = [None, avx512::Avx512::detect()];
         if wides[1..].iter().all(Option::is_none) {
             eprintln!("this CPU has no AVX-512 (F and VPOPCNTDQ): the wide add is not tested");
         }
