@@ -18,10 +18,9 @@
 use bitvec::prelude::{BitSlice, Lsb0};
 use bitvec::view::BitView;
 
-use crate::bloom::chain::TIGHTENING;
-use crate::bloom::filter::{FilterSpec, Layout};
-use crate::bloom::layer::{Allocation, Layer, LayerPlan, LayerSummary};
+use crate::bloom::layer::{format_g, Allocation, Layer, LayerPlan, LayerSummary};
 use crate::bloom::sizing::SizingError;
+use crate::bloom::spec::{FilterSpec, Layout, TIGHTENING};
 use crate::error::FilterError;
 use crate::hash::{murmur2_32, murmur64a};
 
@@ -479,55 +478,9 @@ pub(crate) fn zeroed_bytes(len: u64) -> Result<Vec<u8>, FilterError> {
     crate::zeroed::try_zeroed_vec(len)
 }
 
-/// C's `printf("%g", x)`: six significant digits, trailing zeros removed, exponent form when
-/// the exponent is below -4 or at least 6.
-pub fn format_g(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
-        return format!("{x}");
-    }
-    let sci = format!("{x:.5e}");
-    let (mantissa, exp) = sci.split_once('e').expect("scientific notation");
-    let exp: i32 = exp.parse().expect("integer exponent");
-    let strip = |s: &str| -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    if !(-4..6).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}e{}{:02}", strip(mantissa), sign, exp.abs())
-    } else {
-        let decimals = (5 - exp).max(0) as usize;
-        strip(&format!("{x:.decimals$}"))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn format_g_matches_c() {
-        for (x, want) in [
-            (0.01, "0.01"),
-            (0.005, "0.005"),
-            (0.0003125, "0.0003125"),
-            (0.000625, "0.000625"),
-            (0.0001, "0.0001"),
-            (0.00003125, "3.125e-05"),
-            (1.0 / 3.0, "0.333333"),
-            (0.25, "0.25"),
-            (1e-9, "1e-09"),
-            (0.00000762939453125, "7.62939e-06"),
-            (123456.0, "123456"),
-            (1234567.0, "1.23457e+06"),
-        ] {
-            assert_eq!(format_g(x), want, "{x}");
-        }
-    }
-
     /// (entries asked, error, options) -> (entries, bpe, hashes, bits, n2, bytes), from
     /// RedisBloom's own BF.DEBUG output and the fixtures' layer records.
     #[test]

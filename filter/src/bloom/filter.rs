@@ -7,9 +7,10 @@
 //! (and in the codec's `Header` and loader).
 
 use crate::bloom::blocked::BlockedLayer;
-use crate::bloom::chain::{Chain, TIGHTENING};
+use crate::bloom::chain::{Chain, BOX_CLASS};
 use crate::bloom::classic::ClassicLayer;
 use crate::bloom::layer::{Allocation, Layer, LayerSummary};
+pub use crate::bloom::spec::{FilterSpec, Layout};
 use crate::error::FilterError;
 
 /// The one match on the kind of layer. Forms:
@@ -23,11 +24,11 @@ use crate::error::FilterError;
 macro_rules! dispatch {
     (layout $layout:expr, $L:ident => $body:expr) => {
         match $layout {
-            $crate::bloom::filter::Layout::Blocked => {
+            $crate::bloom::spec::Layout::Blocked => {
                 type $L = $crate::bloom::blocked::BlockedLayer;
                 $body
             }
-            $crate::bloom::filter::Layout::Classic => {
+            $crate::bloom::spec::Layout::Classic => {
                 type $L = $crate::bloom::classic::ClassicLayer;
                 $body
             }
@@ -35,11 +36,11 @@ macro_rules! dispatch {
     };
     (layout $layout:expr => $into:ident, $L:ident => $body:expr) => {
         match $layout {
-            $crate::bloom::filter::Layout::Blocked => {
+            $crate::bloom::spec::Layout::Blocked => {
                 type $L = $crate::bloom::blocked::BlockedLayer;
                 $into::Blocked($body)
             }
-            $crate::bloom::filter::Layout::Classic => {
+            $crate::bloom::spec::Layout::Classic => {
                 type $L = $crate::bloom::classic::ClassicLayer;
                 $into::Classic($body)
             }
@@ -60,51 +61,8 @@ macro_rules! dispatch {
 }
 pub(crate) use dispatch;
 
-/// The kind of layers a new filter is made of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Layout {
-    /// Cache-local blocked layers (layerbloom's).
-    #[default]
-    Blocked,
-    /// RedisBloom's layers, bit for bit: data can move back to RedisBloom.
-    Classic,
-}
-
-/// What a new filter is asked to be.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FilterSpec {
-    /// Items the first layer holds.
-    pub capacity: u64,
-    /// The false-positive rate the whole filter keeps under.
-    pub error: f64,
-    /// Growth factor of each new layer.
-    pub expansion: u32,
-    /// The filter refuses new items once its first layer is full.
-    pub nonscaling: bool,
-    pub layout: Layout,
-}
-
+// A spec's cost depends on its kind of layers, which only the filter tells apart.
 impl FilterSpec {
-    /// A scaling blocked filter.
-    pub fn new(capacity: u64, error: f64, expansion: u32) -> Self {
-        FilterSpec {
-            capacity,
-            error,
-            expansion,
-            nonscaling: expansion == 0,
-            layout: Layout::Blocked,
-        }
-    }
-
-    /// The error rate of the first layer.
-    pub fn first_layer_error(&self) -> f64 {
-        if self.nonscaling {
-            self.error
-        } else {
-            self.error * TIGHTENING
-        }
-    }
-
     /// Bytes a filter of this spec takes when created, without allocating.
     pub fn initial_bytes(&self) -> Result<u64, FilterError> {
         dispatch!(layout self.layout, L => Chain::<L>::initial_bytes(self))
@@ -119,9 +77,12 @@ pub enum ScalableFilter {
 }
 
 // The allocator model counts the box in the size class it has had since filters were one
-// struct (65 to 80 bytes): MEMORY USAGE and BF.INFO figures are pinned by tests.
+// struct (65 to 80 bytes), which the chain's model counts as `BOX_CLASS`: MEMORY USAGE and
+// BF.INFO figures are pinned by tests.
 const _: () = assert!(
-    std::mem::size_of::<ScalableFilter>() > 64 && std::mem::size_of::<ScalableFilter>() <= 80
+    std::mem::size_of::<ScalableFilter>() > 64
+        && std::mem::size_of::<ScalableFilter>() as u64 <= BOX_CLASS
+        && std::mem::align_of::<ScalableFilter>() <= 8
 );
 
 impl ScalableFilter {

@@ -16,3 +16,4 @@ pub mod health;
 pub mod layer;
 pub mod merge;
 pub mod sizing;
+pub mod spec;
