@@ -22,6 +22,7 @@
 //! ratio and current false-positive rate come free.
 
 use crate::bloom::layer::{format_g, Allocation, Layer, LayerPlan, LayerSummary};
+use crate::bloom::math;
 use crate::bloom::sizing::{
     self, Geometry, BLOCK_BYTES, MAX_BLOCKS_PER_ITEM, MAX_HASHES_PER_BLOCK, MIN_SIZING_ERROR,
 };
@@ -246,7 +247,7 @@ pub struct BlockedLayer {
     huge: HugeSchedule,
 }
 
-/// A layer's estimated false-positive rate (`health::blocked_fpr`, a sum over a Poisson window:
+/// A layer's estimated false-positive rate (`math::blocked_fpr`, a sum over a Poisson window:
 /// microseconds) as of a set-bit count. Kept for layers that no longer change, so that BF.INFO
 /// of a long chain reads one number per layer instead of recomputing every layer.
 #[derive(Debug, Clone, Copy)]
@@ -618,17 +619,17 @@ impl BlockedLayer {
     pub(crate) fn refresh_estimate(&mut self) {
         self.estimate = FprEstimate {
             set_bits: self.set_bits,
-            fpr: crate::bloom::health::blocked_fpr(&self.summary()),
+            fpr: math::blocked_fpr(&self.summary()),
         };
     }
 
-    /// The estimated false-positive rate of the layer's bits (`health::blocked_fpr`): the kept
+    /// The estimated false-positive rate of the layer's bits (`math::blocked_fpr`): the kept
     /// one when no bit changed since it was computed.
     pub fn estimated_fpr(&self) -> f64 {
         if self.estimate.set_bits == self.set_bits {
             self.estimate.fpr
         } else {
-            crate::bloom::health::blocked_fpr(&self.summary())
+            math::blocked_fpr(&self.summary())
         }
     }
 
@@ -870,11 +871,11 @@ impl Layer for BlockedLayer {
     }
 
     fn fpr_of(summary: &LayerSummary) -> f64 {
-        crate::bloom::health::blocked_fpr(summary)
+        math::blocked_fpr(summary)
     }
 
     fn distinct_of(summary: &LayerSummary) -> f64 {
-        crate::bloom::health::blocked_distinct(summary)
+        math::blocked_distinct(summary)
     }
 
     fn estimated_fpr(&self) -> f64 {

@@ -11,9 +11,8 @@
 //! an answer.
 
 use crate::bloom::layer::{Allocation, Layer, LayerPlan, LayerSummary};
-use crate::bloom::sizing::SizingError;
-use crate::bloom::spec::FilterSpec;
 pub use crate::bloom::spec::TIGHTENING;
+use crate::bloom::spec::{FilterSpec, SizingError};
 use crate::error::FilterError;
 use crate::fallible::{try_push, try_vec};
 use crate::relocate::{relocate_vec, Relocator};

@@ -19,8 +19,8 @@ use bitvec::prelude::{BitSlice, Lsb0};
 use bitvec::view::BitView;
 
 use crate::bloom::layer::{format_g, Allocation, Layer, LayerPlan, LayerSummary};
-use crate::bloom::sizing::SizingError;
-use crate::bloom::spec::{FilterSpec, Layout, TIGHTENING};
+use crate::bloom::math;
+use crate::bloom::spec::{FilterSpec, Layout, SizingError, TIGHTENING};
 use crate::error::FilterError;
 use crate::hash::{murmur2_32, murmur64a};
 
@@ -37,12 +37,6 @@ pub const KNOWN_OPTIONS: u32 = OPT_NOROUND | OPT_ENTS_IS_BITS | OPT_FORCE64 | OP
 /// Options of the filters RedisBloom 2.x creates (plus `OPT_NO_SCALING` for non-scaling ones).
 pub const DEFAULT_OPTIONS: u32 = OPT_NOROUND | OPT_FORCE64;
 
-/// RedisBloom's `ln(2)^2`, as rounded in its source.
-const LN2_SQUARED: f64 = 0.480453013918201;
-/// RedisBloom's `ln(2)`, as rounded in its source (one ulp-level digit short of `LN_2`, which
-/// can move `ceil` at a boundary).
-#[allow(clippy::approx_constant)]
-const LN2: f64 = 0.693147180559945;
 /// The most hashes any valid error rate gives (`bpe` of the smallest double is about 1550).
 pub const MAX_CLASSIC_HASHES: u32 = 1100;
 
@@ -106,7 +100,7 @@ impl ClassicMeta {
     /// Whether the hash count is the one the bits per entry give, as every layer RedisBloom
     /// or layerbloom creates has it (RedisBloom's BF.LOADCHUNK refuses a header without it).
     pub fn hashes_match_bpe(&self) -> bool {
-        (LN2 * self.bpe).ceil() == f64::from(self.hashes)
+        math::redisbloom_hashes(self.bpe) == f64::from(self.hashes)
     }
 
     /// RedisBloom's sizing of a new layer.
@@ -117,8 +111,8 @@ impl ClassicMeta {
         if entries == 0 {
             return Err(SizingError::BadCapacity);
         }
-        let bpe = (-(error.ln()) / LN2_SQUARED).abs();
-        let hashes = (LN2 * bpe).ceil();
+        let bpe = math::redisbloom_bits_per_entry(error);
+        let hashes = math::redisbloom_hashes(bpe);
         let wanted = entries as f64 * bpe;
         let hashes_ok = (1.0..=f64::from(MAX_CLASSIC_HASHES)).contains(&hashes);
         if !hashes_ok || wanted.is_nan() || wanted >= 2f64.powi(62) {
@@ -414,11 +408,11 @@ impl Layer for ClassicLayer {
     }
 
     fn fpr_of(summary: &LayerSummary) -> f64 {
-        crate::bloom::health::classic_fpr(summary)
+        math::classic_fpr(summary)
     }
 
     fn distinct_of(summary: &LayerSummary) -> f64 {
-        crate::bloom::health::classic_distinct(summary)
+        math::classic_distinct(summary)
     }
 
     fn debug_line(&self, params: &ClassicParams) -> String {

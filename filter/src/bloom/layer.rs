@@ -12,8 +12,7 @@ use std::fmt::Debug;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-use crate::bloom::sizing::SizingError;
-use crate::bloom::spec::{FilterSpec, Layout};
+use crate::bloom::spec::{FilterSpec, Layout, SizingError};
 use crate::error::FilterError;
 
 /// One layer's figures, whatever its kind.

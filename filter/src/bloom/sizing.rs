@@ -33,10 +33,12 @@
 
 use std::sync::OnceLock;
 
-/// Bits in one block: one 64-byte cache line.
-pub const BLOCK_BITS: u32 = 512;
+pub use crate::bloom::math::{classic_bits_per_item, BLOCK_BITS};
+pub use crate::bloom::spec::SizingError;
+
 /// Bytes in one block.
 pub const BLOCK_BYTES: u64 = 64;
+const _: () = assert!(BLOCK_BYTES * 8 == BLOCK_BITS as u64);
 /// Most blocks one item may touch. Rates down to 1e-6 need at most three (three cache misses per
 /// layer); four keep memory within 5% of the classic optimum from 1e-7 to 1e-9.
 pub const MAX_BLOCKS_PER_ITEM: u32 = 4;
@@ -91,23 +93,6 @@ static SHAPES: [(u32, u32, u64); GRID_POINTS as usize] = include!("shapes.in");
 /// Largest number of throws into one block for which the occupancy moments are tabulated.
 const MAX_THROWS: usize = 2048;
 
-/// Why a geometry could not be planned.
-#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
-pub enum SizingError {
-    #[error("error rate must be in the open interval (0, 1)")]
-    BadErrorRate,
-    #[error("capacity must be at least 1")]
-    BadCapacity,
-    #[error("the layer would have more blocks than can be addressed")]
-    TooLarge,
-    /// A windowed filter's slice count is outside `1..=window::MAX_SLICES`.
-    #[error("the number of slices must be between 1 and 64")]
-    BadSlices,
-    /// A windowed filter's window is shorter than one millisecond per slice.
-    #[error("the window must be at least one millisecond per slice")]
-    BadWindow,
-}
-
 /// The per-item shape of a blocked layer for one error rate, independent of capacity.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Shape {
@@ -155,11 +140,6 @@ impl Geometry {
 /// The most blocks a layer may have: its byte size must fit in `isize` (Rust's allocation bound).
 pub fn max_blocks() -> u64 {
     (isize::MAX as u64) / BLOCK_BYTES
-}
-
-/// The classic Bloom filter's optimal bits per item for an error rate: `-ln(p) / ln(2)^2`.
-pub fn classic_bits_per_item(error: f64) -> f64 {
-    -error.ln() / (std::f64::consts::LN_2 * std::f64::consts::LN_2)
 }
 
 /// Plans a layer that holds `capacity` items at or under `error`.

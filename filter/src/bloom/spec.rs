@@ -1,8 +1,14 @@
-//! What a new Bloom filter is asked to be: its spec, the kind of layers it is made of, and the
-//! ratio by which each new layer's rate tightens. A leaf: it imports nothing of the Bloom core,
-//! so every part of it (layers, the chain, the filter, the codec) can name these freely.
+//! What a new Bloom filter is asked to be: its spec, the kind of layers it is made of, the
+//! ratio by which each new layer's rate tightens, and why a layer cannot be sized for it.
+//!
+//! A leaf: it imports nothing of the Bloom core, so every part of it (the layers, the chain,
+//! the filter, the codec, the math) can name these without importing one another.
 
-/// How much tighter each new layer's error rate is than the previous one's.
+/// How much tighter each new layer's error rate is than the previous one's. Layer `i` of a
+/// scaling filter of rate `p` is sized for `p·r^(i+1)`, so the rates of all its layers sum to
+/// at most `p·r/(1 − r) = p` at `r = 1/2`, the geometric series of "Scalable Bloom Filters"
+/// (Almeida, Baquero, Preguiça, Hutchison, Information Processing Letters 101(6), 2007); the
+/// chain's rate `1 − Π(1 − p_i)` is at most that sum (`math::combine_fprs`).
 pub const TIGHTENING: f64 = 0.5;
 
 /// The kind of layers a new filter is made of.
@@ -49,4 +55,21 @@ impl FilterSpec {
             self.error * TIGHTENING
         }
     }
+}
+
+/// Why a geometry could not be planned.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum SizingError {
+    #[error("error rate must be in the open interval (0, 1)")]
+    BadErrorRate,
+    #[error("capacity must be at least 1")]
+    BadCapacity,
+    #[error("the layer would have more blocks than can be addressed")]
+    TooLarge,
+    /// A windowed filter's slice count is outside `1..=window::MAX_SLICES`.
+    #[error("the number of slices must be between 1 and 64")]
+    BadSlices,
+    /// A windowed filter's window is shorter than one millisecond per slice.
+    #[error("the window must be at least one millisecond per slice")]
+    BadWindow,
 }
