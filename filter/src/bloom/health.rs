@@ -20,7 +20,7 @@
 //! filter.
 
 use crate::bloom::chain::{next_layer, Chain, MAX_LAYERS};
-use crate::bloom::filter::{dispatch, ScalableFilter};
+use crate::bloom::filter::{on_layout, ScalableFilter};
 use crate::bloom::layer::{Layer, LayerPlan, LayerSummary};
 use crate::bloom::math::combine_fprs;
 pub use crate::bloom::math::{
@@ -33,7 +33,7 @@ pub fn estimated_fpr(filter: &ScalableFilter) -> f64 {
     fn of<L: Layer>(chain: &Chain<L>) -> f64 {
         combine_fprs(chain.layers().iter().map(L::estimated_fpr))
     }
-    dispatch!(filter, ScalableFilter, c => of(c))
+    on_layout!(filter, ScalableFilter, c => of(c))
 }
 
 /// The distinct items the whole chain's bits account for, rounded.
@@ -41,7 +41,7 @@ pub fn estimated_distinct(filter: &ScalableFilter) -> u64 {
     fn of<L: Layer>(chain: &Chain<L>) -> u64 {
         distinct_items::<L>(&chain.layer_summaries())
     }
-    dispatch!(filter, ScalableFilter, c => of(c))
+    on_layout!(filter, ScalableFilter, c => of(c))
 }
 
 /// `1 − Π(1 − fpr_i)` over layers of kind `L`.
@@ -84,7 +84,7 @@ pub struct Load {
 impl Load {
     #[inline]
     pub fn of(filter: &ScalableFilter) -> Self {
-        dispatch!(filter, ScalableFilter, c => chain_load(c))
+        on_layout!(filter, ScalableFilter, c => chain_load(c))
     }
 
     /// Whether the newest layer is at or past `percent`% of its capacity (`percent` 0:
@@ -207,7 +207,7 @@ pub fn crossings(before: LoadMark, filter: &ScalableFilter, percent: u32) -> Vec
 /// 64 steps (the capacity overflows, or with expansion 1 the rate reaches the sizing floor and
 /// the rest is counted at once), each constant time, whatever rate the filter was made with.
 pub fn max_capacity(filter: &ScalableFilter, max_bytes: u64) -> u64 {
-    dispatch!(filter, ScalableFilter, c => chain_max_capacity(c, max_bytes))
+    on_layout!(filter, ScalableFilter, c => chain_max_capacity(c, max_bytes))
 }
 
 fn chain_max_capacity<L: Layer>(chain: &Chain<L>, max_bytes: u64) -> u64 {

@@ -6,7 +6,7 @@
 //! only its sizing (`Layer::plan`). Blocked layers (`blocked`) and RedisBloom's classic ones
 //! (`classic`) are the two kinds; a new kind implements this trait and `codec::LayerCodec`,
 //! and gets a variant in `filter::ScalableFilter` and in the codec's `Header` and loader, and
-//! a line in each arm of `filter::dispatch!`.
+//! a line in each arm of `filter::on_layout!`.
 
 use std::fmt::Debug;
 use std::marker::PhantomData;

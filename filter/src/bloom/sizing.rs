@@ -95,7 +95,7 @@ const MAX_THROWS: usize = 2048;
 
 /// The per-item shape of a blocked layer for one error rate, independent of capacity.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Shape {
+pub struct BlockedShape {
     /// Blocks each item touches (`b`).
     pub blocks_per_item: u32,
     /// Bits set per block by each item (`k`).
@@ -104,7 +104,7 @@ pub struct Shape {
     pub max_load: f64,
 }
 
-impl Shape {
+impl BlockedShape {
     /// Bits of memory per item at capacity.
     pub fn bits_per_item(&self) -> f64 {
         f64::from(BLOCK_BITS) * f64::from(self.blocks_per_item) / self.max_load
@@ -163,14 +163,14 @@ pub fn plan_layer(capacity: u64, error: f64) -> Result<Geometry, SizingError> {
 
 /// The shape for an error rate: that of the largest grid rate at or under it, from the table
 /// (see `GRID_PER_OCTAVE`). Constant time.
-pub fn shape_for(error: f64) -> Result<Shape, SizingError> {
+pub fn shape_for(error: f64) -> Result<BlockedShape, SizingError> {
     if !(error > 0.0 && error < 1.0) {
         return Err(SizingError::BadErrorRate);
     }
     // Every rate under the floor is sized alike.
     let i = grid_index(error.max(MIN_SIZING_ERROR));
     let (blocks_per_item, hashes_per_block, load) = SHAPES[i as usize - 1];
-    Ok(Shape {
+    Ok(BlockedShape {
         blocks_per_item,
         hashes_per_block,
         max_load: f64::from_bits(load),
@@ -184,7 +184,7 @@ pub(crate) fn table_shapes() -> impl Iterator<Item = (u32, u32)> {
 }
 
 /// Solves the shape of a grid rate (what `shapes.in` holds); milliseconds.
-pub fn solve_grid_shape(error: f64) -> Result<Shape, SizingError> {
+pub fn solve_grid_shape(error: f64) -> Result<BlockedShape, SizingError> {
     if !(error > 0.0 && error < 1.0) {
         return Err(SizingError::BadErrorRate);
     }
@@ -197,19 +197,19 @@ pub fn solve_grid_shape(error: f64) -> Result<Shape, SizingError> {
 #[cfg(test)]
 pub(crate) static SOLVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-fn compute_shape(error: f64) -> Shape {
+fn compute_shape(error: f64) -> BlockedShape {
     #[cfg(test)]
     SOLVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let error = error.max(MIN_SIZING_ERROR);
     let target = error * SIZING_MARGIN;
     let classic_k = -target.log2();
-    let mut best_per_b: Vec<Shape> = Vec::new();
+    let mut best_per_b: Vec<BlockedShape> = Vec::new();
     for b in 1..=MAX_BLOCKS_PER_ITEM {
         let k_center = classic_k / f64::from(b);
         let k_hi = ((k_center.ceil() as i64 + 2) as u32).min(MAX_HASHES_PER_BLOCK);
         let k_lo = ((k_center.floor() as i64 - 2).max(1) as u32).min(k_hi);
         let best = (k_lo..=k_hi)
-            .map(|k| Shape {
+            .map(|k| BlockedShape {
                 blocks_per_item: b,
                 hashes_per_block: k,
                 max_load: max_load(target, b, k),
@@ -220,7 +220,7 @@ fn compute_shape(error: f64) -> Shape {
     }
     let least = best_per_b
         .iter()
-        .map(Shape::bits_per_item)
+        .map(BlockedShape::bits_per_item)
         .fold(f64::INFINITY, f64::min);
     let budget = (classic_bits_per_item(error) * MEMORY_SLACK).max(least * NEAR_LEAST);
     *best_per_b
