@@ -164,10 +164,10 @@ pub trait Layer: Sized + Clone + PartialEq + Debug {
     /// Its figures.
     fn summary(&self) -> LayerSummary;
     /// The false-positive rate a layer of this kind with these figures has, estimated from
-    /// its fill (`health`).
+    /// its fill (`math`).
     fn fpr_of(summary: &LayerSummary) -> f64;
     /// The distinct items the bits of a layer of this kind with these figures account for
-    /// (`health`).
+    /// (`math`).
     fn distinct_of(summary: &LayerSummary) -> f64;
     /// This layer's estimated false-positive rate.
     fn estimated_fpr(&self) -> f64 {

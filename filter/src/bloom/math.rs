@@ -151,7 +151,9 @@ fn bits_and_set(layer: &LayerSummary) -> Option<(f64, f64)> {
 }
 
 /// The distinct items a classic layer's bits account for: `ln(1 − X/m) / ln(1 − h/m)`, the
-/// count whose expected fill is the observed one [SB07] (its `h` positions are distinct).
+/// count `n` whose expected fill `1 − (1 − h/m)^n` is the observed one (its `h` positions are
+/// distinct). It is the estimate `−(m/h)·ln(1 − X/m)` of [SB07] without the approximation
+/// `ln(1 − h/m) ≈ −h/m`.
 ///
 /// Like every distinct-item estimate here it counts the items *offered*: an add that found
 /// its item already (falsely) present sets no bit and is not counted, but the bits look as if
