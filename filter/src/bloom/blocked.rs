@@ -15,23 +15,24 @@
 //! at once: eight AND/compare pairs with no data-dependent branch inside a block. An add
 //! tests and sets position by position instead (`k` is small against the block's 512 bits,
 //! and an add must also count the bits it flips), except on CPUs with AVX-512, where a
-//! block's mask fits one register and is built, tested, set and counted at once (`wide`):
+//! block's mask fits one register and is built, tested, set and counted at once (`avx512`):
 //! the same bits either way.
 //!
 //! The layer also counts its set bits (an insert knows which bits it flipped), so its fill
 //! ratio and current false-positive rate come free.
 
-use crate::bloom::filter::{FilterSpec, Layout};
-use crate::bloom::layer::{Allocation, Layer, LayerPlan, LayerSummary};
+use crate::bloom::layer::{format_g, Allocation, Layer, LayerPlan, LayerSummary};
+use crate::bloom::math;
 use crate::bloom::sizing::{
     self, Geometry, BLOCK_BYTES, MAX_BLOCKS_PER_ITEM, MAX_HASHES_PER_BLOCK, MIN_SIZING_ERROR,
 };
+use crate::bloom::spec::{FilterSpec, Layout};
 use crate::error::FilterError;
 use crate::hash::{mix64, ItemHash, GOLDEN_GAMMA};
 use crate::zeroed::{advise_huge_pages, HugeSchedule, HUGE_PAGE};
 
 #[cfg(target_arch = "x86_64")]
-mod wide;
+mod avx512;
 
 /// Words in a block.
 const WORDS: usize = 8;
@@ -246,7 +247,7 @@ pub struct BlockedLayer {
     huge: HugeSchedule,
 }
 
-/// A layer's estimated false-positive rate (`health::blocked_fpr`, a sum over a Poisson window:
+/// A layer's estimated false-positive rate (`math::blocked_fpr`, a sum over a Poisson window:
 /// microseconds) as of a set-bit count. Kept for layers that no longer change, so that BF.INFO
 /// of a long chain reads one number per layer instead of recomputing every layer.
 #[derive(Debug, Clone, Copy)]
@@ -529,16 +530,16 @@ impl BlockedLayer {
     /// exactly as by `insert`.
     ///
     /// A layer of a shape the sizing table gives runs an add compiled for that shape: with
-    /// AVX-512 where the CPU has it (`insert_new_wide`), else position by position
+    /// AVX-512 where the CPU has it (`insert_new_avx512`), else position by position
     /// (`insert_new_shaped`); any other shape (a decoded geometry outside the table) the
     /// position-wise code with the shape read at run time.
     #[inline(always)]
     pub(crate) fn insert_new(&mut self, hash: &ItemHash) -> u32 {
         #[cfg(target_arch = "x86_64")]
-        let wide = wide::Avx512::detect();
+        let avx512 = avx512::Avx512::detect();
         #[cfg(not(target_arch = "x86_64"))]
-        let wide = None;
-        self.insert_new_by_shape(hash, wide)
+        let avx512 = None;
+        self.insert_new_by_shape(hash, avx512)
     }
 
     /// `insert_new` for layers of `B` blocks per item and `K` bits per block: every position
@@ -618,17 +619,17 @@ impl BlockedLayer {
     pub(crate) fn refresh_estimate(&mut self) {
         self.estimate = FprEstimate {
             set_bits: self.set_bits,
-            fpr: crate::bloom::health::blocked_fpr(&self.summary()),
+            fpr: math::blocked_fpr(&self.summary()),
         };
     }
 
-    /// The estimated false-positive rate of the layer's bits (`health::blocked_fpr`): the kept
+    /// The estimated false-positive rate of the layer's bits (`math::blocked_fpr`): the kept
     /// one when no bit changed since it was computed.
     pub fn estimated_fpr(&self) -> f64 {
         if self.estimate.set_bits == self.set_bits {
             self.estimate.fpr
         } else {
-            crate::bloom::health::blocked_fpr(&self.summary())
+            math::blocked_fpr(&self.summary())
         }
     }
 
@@ -682,11 +683,11 @@ impl BlockedLayer {
     }
 }
 
-/// What makes the wide adds (`wide`) possible: nothing where there are none.
+/// What makes the AVX-512 adds (`avx512`) possible: nothing where there are none.
 #[cfg(target_arch = "x86_64")]
-type Wide = wide::Avx512;
+type Avx512 = avx512::Avx512;
 #[cfg(not(target_arch = "x86_64"))]
-type Wide = std::convert::Infallible;
+type Avx512 = std::convert::Infallible;
 
 /// Defines `insert_new_by_shape`, which calls the `insert_new_shaped` of the layer's shape
 /// when it is one of those listed (and `insert_new_any` otherwise), and, for the tests, the
@@ -698,14 +699,14 @@ macro_rules! shaped_inserts {
         const SHAPED: &[(u32, u32)] = &[$(($b, $k)),*];
 
         impl BlockedLayer {
-            /// `wide`: the CPU's AVX-512, where it has it (`wide::Avx512::detect`).
+            /// `avx512`: the CPU's AVX-512, where it has it (`avx512::Avx512::detect`).
             #[inline(always)]
-            fn insert_new_by_shape(&mut self, hash: &ItemHash, wide: Option<Wide>) -> u32 {
+            fn insert_new_by_shape(&mut self, hash: &ItemHash, avx512: Option<Avx512>) -> u32 {
                 let g = &self.meta.geometry;
                 match (g.blocks_per_item, g.hashes_per_block) {
-                    $(($b, $k) => match wide {
+                    $(($b, $k) => match avx512 {
                         #[cfg(target_arch = "x86_64")]
-                        Some(avx512) => self.insert_new_wide::<$b, $k>(hash, avx512),
+                        Some(proof) => self.insert_new_avx512::<$b, $k>(hash, proof),
                         _ => self.insert_new_shaped::<$b, $k>(hash),
                     },)*
                     (b, k) => self.insert_new_any(hash, b, k),
@@ -870,11 +871,11 @@ impl Layer for BlockedLayer {
     }
 
     fn fpr_of(summary: &LayerSummary) -> f64 {
-        crate::bloom::health::blocked_fpr(summary)
+        math::blocked_fpr(summary)
     }
 
     fn distinct_of(summary: &LayerSummary) -> f64 {
-        crate::bloom::health::blocked_distinct(summary)
+        math::blocked_distinct(summary)
     }
 
     fn estimated_fpr(&self) -> f64 {
@@ -893,7 +894,7 @@ impl Layer for BlockedLayer {
             m.geometry.hashes_per_block,
             m.capacity,
             m.items,
-            crate::bloom::classic::format_g(m.error)
+            format_g(m.error)
         )
     }
 
@@ -1092,22 +1093,23 @@ mod tests {
         // (positions repeat), which take the add of any shape. Each add as it runs here:
         // position by position, and with AVX-512 where this CPU has it.
         #[cfg(target_arch = "x86_64")]
-        let wides = [None, wide::Avx512::detect()];
-        if wides[1..].iter().all(Option::is_none) {
-            eprintln!("this CPU has no AVX-512 (F and VPOPCNTDQ): the wide add is not tested");
+        let avx512s = [None, avx512::Avx512::detect()];
+        if avx512s[1..].iter().all(Option::is_none) {
+            eprintln!("this CPU has no AVX-512 (F and VPOPCNTDQ): the AVX-512 add is not tested");
         }
         #[cfg(not(target_arch = "x86_64"))]
-        let wides = [None];
+        let avx512s = [None];
         for blocks in [1, 3, 64] {
             for b in 1..=MAX_BLOCKS_PER_ITEM {
                 for k in (1..=12).chain([15, 33, MAX_HASHES_PER_BLOCK]) {
-                    for wide in wides {
+                    for avx512 in avx512s {
                         let geometry = Geometry {
                             blocks,
                             blocks_per_item: b,
                             hashes_per_block: k,
                         };
-                        let what = format!("blocks {blocks} b {b} k {k} wide {}", wide.is_some());
+                        let what =
+                            format!("blocks {blocks} b {b} k {k} avx512 {}", avx512.is_some());
                         let new = || BlockedLayer::with_geometry(1 << 20, 0.01, geometry).unwrap();
                         let (mut fused, mut reference) = (new(), new());
                         let (mut plain, mut plain_reference) = (new(), new());
@@ -1122,7 +1124,7 @@ mod tests {
                             } else {
                                 mask_insert(&mut reference, h)
                             };
-                            assert_eq!(fused.insert_new_by_shape(h, wide), expected, "{what}");
+                            assert_eq!(fused.insert_new_by_shape(h, avx512), expected, "{what}");
                             assert_eq!(plain.insert(h), mask_insert(&mut plain_reference, h));
                         }
                         assert!(seen_present, "{what}");
