@@ -170,10 +170,7 @@ fn headers_of_pieces_just_under_a_mebibyte_make_none_of_them_resident() {
 /// is a fraction of one, far above the few milliseconds measured under load.
 #[test]
 fn merging_reserved_filters_reads_only_the_pages_their_items_wrote() {
-    let s = Server::builder()
-        .config("slowlog-log-slower-than", "0")
-        .config("slowlog-max-len", "1000")
-        .start();
+    let s = logging_every_command();
     let mut con = s.conn();
     // 16 filters of 800 million items at 1%: 1.3 GB each, nothing resident.
     let sources: Vec<String> = (0..16).map(|i| format!("s{i}")).collect();
@@ -430,6 +427,14 @@ fn nearly_full_cuckoo(con: &mut redis::Connection, key: &str) -> Vec<Vec<u8>> {
     unreachable!()
 }
 
+/// A server whose SLOWLOG records every command (`slowest_us` reads it).
+fn logging_every_command() -> Server {
+    Server::builder()
+        .config("slowlog-log-slower-than", "0")
+        .config("slowlog-max-len", "1000")
+        .start()
+}
+
 /// The server-side time of the slowest command since the last `SLOWLOG RESET` (the server
 /// logs every command: `slowlog-log-slower-than 0`), in microseconds.
 fn slowest_us(con: &mut redis::Connection) -> i64 {
@@ -446,10 +451,7 @@ fn slowest_us(con: &mut redis::Connection) -> i64 {
 
 #[test]
 fn a_cf_insert_into_a_nearly_full_filter_stops_at_its_eviction_budget() {
-    let s = Server::builder()
-        .config("slowlog-log-slower-than", "0")
-        .config("slowlog-max-len", "1000")
-        .start();
+    let s = logging_every_command();
     let mut con = s.conn();
     let held = nearly_full_cuckoo(&mut con, "cf");
     assert_eq!(con.q::<i64>(&cmd!("COPY", "cf", "alone")), 1);
