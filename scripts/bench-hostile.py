@@ -231,6 +231,19 @@ def attack_merge_reserved_sources(c):
     return c.q("BF.MERGE", "d", *[f"s{i}" for i in range(24)])
 
 
+def attack_merge_many_written_layers(c):
+    # 8 filters of 1024 layers of 1,048,512 bytes (a header each), one byte set in every
+    # layer by a BF.LOADCHUNK of its own, merged: one written page a layer to find and OR.
+    c.q("CONFIG", "SET", "bf.bf-max-filter-memory", "4gb")
+    c.q("BF.RESERVE", "src", 0.01, 1000, "EXPANSION", 1)
+    h = with_layers(header_of(c, "src"), 1024, blocks=16383)
+    for i in range(8):
+        c.q("BF.LOADCHUNK", f"s{i}", 1, h)
+        c.pipeline([("BF.LOADCHUNK", f"s{i}", l * 16383 * 64 + 2, b"\x01") for l in range(1024)])
+    c.q("SLOWLOG", "RESET")
+    return c.q("BF.MERGE", "d", *[f"s{i}" for i in range(8)])
+
+
 # Issue 23, items 6 to 8.
 def used_mib(c):
     info = c.q("INFO", "memory").decode()
@@ -309,6 +322,7 @@ ATTACKS = [
     ("BF.RESERVE 96 MB, volatile-lru, no TTL keys, 150 MB used of 200", attack_volatile_nothing_to_evict),
     ("20 000 refused RESTOREs", attack_refused_restores),
     ("BF.MERGE of 24 reserved 1.3 GB filters of one item each", attack_merge_reserved_sources),
+    ("BF.MERGE of 8 filters of 1024 layers, one written page each", attack_merge_many_written_layers),
 ]
 
 
