@@ -615,6 +615,21 @@ impl BlockedLayer {
         }
     }
 
+    /// ORs the bits of `other`, a layer of the same plan, in (BF.MERGE), reading only the
+    /// pages of `other` that were written (`zeroed::or_written`): the cost follows what it
+    /// holds, not its size.
+    pub(crate) fn or_layer(&mut self, other: &BlockedLayer) {
+        debug_assert_eq!(self.blocks.len(), other.blocks.len());
+        if other.set_bits == 0 {
+            return;
+        }
+        let set = crate::zeroed::or_written(self.as_bytes_mut(), other.as_bytes());
+        self.set_bits += set;
+        if set > 0 {
+            self.refresh_estimate();
+        }
+    }
+
     /// Recomputes the kept false-positive estimate for the current bits.
     pub(crate) fn refresh_estimate(&mut self) {
         self.estimate = FprEstimate {

@@ -267,6 +267,16 @@ impl ClassicLayer {
         self.set_bits += set;
     }
 
+    /// ORs the bits of `other`, a layer of the same plan, in (BF.MERGE), reading only the
+    /// pages of `other` that were written (`zeroed::or_written`).
+    pub(crate) fn or_layer(&mut self, other: &ClassicLayer) {
+        debug_assert_eq!(self.bytes.len(), other.bytes.len());
+        if other.set_bits == 0 {
+            return;
+        }
+        self.set_bits += crate::zeroed::or_written(&mut self.bytes, &other.bytes);
+    }
+
     /// A deep copy as lazy as the layer (`zeroed::try_copy_sparse`).
     pub fn try_clone(&self) -> Result<Self, FilterError> {
         let bytes = crate::zeroed::try_copy_sparse(&self.bytes, self.set_bits == 0, false)?;
