@@ -299,7 +299,7 @@ pub fn mexists(ctx: &Context, args: &[RedisString]) -> CommandResult {
 }
 
 fn check_items(ctx: &Context, args: &[RedisString], multi: bool) -> CommandResult {
-    let key = ctx.open_key(&args[1]);
+    let key = keys::ReadKey::open(ctx, &args[1]);
     let filter = windowed::read(&key)?;
     let items = &args[2..];
     let reply = Reply::new(ctx);
@@ -336,7 +336,7 @@ fn check_items(ctx: &Context, args: &[RedisString], multi: bool) -> CommandResul
 
 /// `BF.CARD key`
 pub fn card(ctx: &Context, args: &[RedisString]) -> CommandResult {
-    let key = ctx.open_key(&args[1]);
+    let key = keys::ReadKey::open(ctx, &args[1]);
     let items = match windowed::read(&key)? {
         Some(Value::Plain(f)) => f.items(),
         Some(Value::Windowed(f)) => windowed::items(f, windowed::clock_slice(ctx, f)),
@@ -352,7 +352,7 @@ pub fn card(ctx: &Context, args: &[RedisString]) -> CommandResult {
 /// (clients reject any other); the health figures only when asked for. The word is parsed
 /// after the key is looked up, in RedisBloom's order of errors.
 pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
-    let key = ctx.open_key(&args[1]);
+    let key = keys::ReadKey::open(ctx, &args[1]);
     let filter = match windowed::read(&key)?.ok_or(BfError::NotFound)? {
         Value::Plain(f) => f,
         Value::Windowed(f) => {
@@ -487,7 +487,7 @@ fn reported_size(filter: &ScalableFilter) -> u64 {
 /// `BF.DEBUG key`: RedisBloom's format for classic filters; for blocked ones the same shape
 /// with the blocked layout's facts (blocks, blocks per item, bits set per block).
 pub fn debug(ctx: &Context, args: &[RedisString]) -> CommandResult {
-    let key = ctx.open_key(&args[1]);
+    let key = keys::ReadKey::open(ctx, &args[1]);
     let lines = match windowed::read(&key)?.ok_or(BfError::NotFound)? {
         Value::Plain(filter) => {
             let mut lines = vec![format!("size:{}", filter.items())];
@@ -520,7 +520,7 @@ pub fn debug(ctx: &Context, args: &[RedisString]) -> CommandResult {
 /// `BF.SCANDUMP key iterator`: the iterator is parsed after the key is looked up, in
 /// RedisBloom's order of errors.
 pub fn scandump(ctx: &Context, args: &[RedisString]) -> CommandResult {
-    let key = ctx.open_key(&args[1]);
+    let key = keys::ReadKey::open(ctx, &args[1]);
     let filter = windowed::read(&key)?.ok_or(BfError::NotFound)?;
     let it = number::parse_i64(args[2].as_slice()).ok_or(BfError::ScanDumpNotNumeric)?;
     let reply = Reply::new(ctx);

@@ -16,9 +16,9 @@
 //! `BF.WINDOWADVANCE` (with its `bf.expire` events) before the merge itself, which replicates
 //! as it came: a replica or an AOF replay, which reads no clock, merges the same slices.
 
+use crate::keys::ReadKey;
 use layerbloom_filter::bloom::merge::{Incompatible, MergeError, Mismatch};
 use layerbloom_filter::{FilterError, ScalableFilter, WindowedFilter};
-use redis_module::key::RedisKey;
 use redis_module::{Context, RedisString};
 
 use crate::bf::window::{self, Value, ValueMut};
@@ -43,7 +43,7 @@ enum Union {
 pub fn merge(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let destination = &args[1];
     let names = &args[2..];
-    let held = match window::read(&ctx.open_key(destination))? {
+    let held = match window::read(&ReadKey::open(ctx, destination))? {
         None => None,
         Some(Value::Plain(_)) => Some(false),
         Some(Value::Windowed(_)) => Some(true),
@@ -53,11 +53,11 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> CommandResult {
     // Read once: the union and the advances below must agree on the slice.
     let now = clock::applies(&flags).then(clock::now_ms);
     let union = {
-        let mut opened: Vec<RedisKey> = Vec::new();
+        let mut opened: Vec<ReadKey> = Vec::new();
         opened
             .try_reserve_exact(names.len())
             .map_err(|_| BfError::ArgumentsOutOfMemory)?;
-        opened.extend(names.iter().map(|name| ctx.open_key(name)));
+        opened.extend(names.iter().map(|name| ReadKey::open(ctx, name)));
         let mut sources: Vec<Value> = Vec::new();
         sources
             .try_reserve_exact(names.len())

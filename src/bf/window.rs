@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use layerbloom_filter::bloom::health;
 use layerbloom_filter::window::{WindowSpec, WindowedFilter};
 use layerbloom_filter::{FilterSpec, ScalableFilter};
-use redis_module::key::{RedisKey, RedisKeyWritable};
+use redis_module::key::RedisKeyWritable;
 use redis_module::{Context, ContextFlags, RedisString};
 
 use crate::bf::args::Window;
@@ -53,7 +53,7 @@ pub enum ValueMut<'a> {
 
 /// The filter of either kind under a key opened for reading; `None` when the key is missing.
 /// Plain filters are asked for first: they are most keys.
-pub fn read(key: &RedisKey) -> Result<Option<Value<'_>>, BfError> {
+pub fn read(key: &keys::ReadKey) -> Result<Option<Value<'_>>, BfError> {
     match keys::read::<ScalableFilter>(key, &BLOOM_TYPE) {
         Err(BfError::WrongType) => {
             Ok(keys::read::<WindowedFilter>(key, &WINDOW_TYPE)?.map(Value::Windowed))

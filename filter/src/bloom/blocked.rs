@@ -463,23 +463,34 @@ impl BlockedLayer {
             == 0
     }
 
-    /// Whether every bit of the item's probe is set.
+    /// Whether every bit of the item's probe is set. A layer of a shape the sizing table gives
+    /// runs a check compiled for that shape (`contains_shaped`: each position a fixed shift of
+    /// a fixed word of the stream, tested in place, no 512-bit mask built); any other shape the
+    /// same code with the shape read at run time.
     #[inline]
     pub fn contains(&self, hash: &ItemHash) -> bool {
-        let g = &self.meta.geometry;
-        let mut positions = Positions::new(hash.hi);
-        for slot in 0..g.blocks_per_item {
-            let block = &self.blocks[block_index(hash, slot, g.blocks)];
-            let mask = positions.mask(g.hashes_per_block);
-            let missing = mask
-                .iter()
-                .zip(&block.0)
-                .fold(0u64, |acc, (m, b)| acc | (m & !b));
-            if missing != 0 {
-                return false;
-            }
-        }
-        true
+        self.contains_by_shape(hash)
+    }
+
+    /// `contains` for layers of `B` blocks per item and `K` bits per block.
+    #[inline(never)]
+    fn contains_shaped<const B: u32, const K: u32>(&self, hash: &ItemHash) -> bool {
+        self.contains_as(hash, B, K)
+    }
+
+    /// `contains` for a shape outside the sizing table.
+    #[inline(never)]
+    fn contains_unshaped(&self, hash: &ItemHash, b: u32, k: u32) -> bool {
+        self.contains_as(hash, b, k)
+    }
+
+    /// Slot by slot, stopping at the first block that lacks a bit (for an absent item nearly
+    /// always the first).
+    #[inline(always)]
+    fn contains_as(&self, hash: &ItemHash, b: u32, k: u32) -> bool {
+        let stream = Stream::of(hash.hi, b * k);
+        let blocks = self.meta.geometry.blocks;
+        (0..b).all(|slot| self.blocks[block_index(hash, slot, blocks)].holds(&stream, slot * k, k))
     }
 
     /// Sets the item's bits and counts it, whether or not its bits were already set (the
@@ -725,6 +736,16 @@ macro_rules! shaped_inserts {
                         _ => self.insert_new_shaped::<$b, $k>(hash),
                     },)*
                     (b, k) => self.insert_new_any(hash, b, k),
+                }
+            }
+
+            /// `contains` compiled for the layer's shape when it is one of those listed.
+            #[inline(always)]
+            fn contains_by_shape(&self, hash: &ItemHash) -> bool {
+                let g = &self.meta.geometry;
+                match (g.blocks_per_item, g.hashes_per_block) {
+                    $(($b, $k) => self.contains_shaped::<$b, $k>(hash),)*
+                    (b, k) => self.contains_unshaped(hash, b, k),
                 }
             }
         }
@@ -1153,6 +1174,61 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The check as it was written with masks: each slot's `k` positions ORed into a 512-bit
+    /// mask, which the block must hold whole. The position-wise check must answer the same.
+    fn mask_contains(layer: &BlockedLayer, hash: &ItemHash) -> bool {
+        let g = layer.meta.geometry;
+        let mut positions = Positions::new(hash.hi);
+        (0..g.blocks_per_item).all(|slot| {
+            let block = &layer.blocks[block_index(hash, slot, g.blocks)];
+            let mask = positions.mask(g.hashes_per_block);
+            mask.iter().zip(&block.0).all(|(m, b)| m & !b == 0)
+        })
+    }
+
+    #[test]
+    fn position_wise_checks_answer_as_mask_checks() {
+        // Every shape with a check compiled for it (`SHAPED`) and some past the table's; few
+        // blocks, filled so far that absent items are refused at every slot, some pass their
+        // first block and fail a later one, and some are false positives.
+        let mut false_positives = 0;
+        for blocks in [1, 3, 64] {
+            for b in 1..=MAX_BLOCKS_PER_ITEM {
+                for k in (1..=12).chain([15, 33, MAX_HASHES_PER_BLOCK]) {
+                    let geometry = Geometry {
+                        blocks,
+                        blocks_per_item: b,
+                        hashes_per_block: k,
+                    };
+                    let what = format!("blocks {blocks} b {b} k {k}");
+                    let mut layer = BlockedLayer::with_geometry(1 << 20, 0.01, geometry).unwrap();
+                    let added: Vec<ItemHash> = hashes(u64::from(b * 100 + k), 40).collect();
+                    let probes: Vec<ItemHash> = hashes(u64::from(b * 100 + k) + 7, 400).collect();
+                    let (mut yes, mut no) = (0, 0);
+                    for (i, h) in added.iter().enumerate() {
+                        layer.insert(h);
+                        assert!(layer.contains(h), "{what}");
+                        for p in &probes[..(i + 1) * 10] {
+                            let want = mask_contains(&layer, p);
+                            assert_eq!(layer.contains(p), want, "{what}");
+                            if want {
+                                yes += 1;
+                            } else {
+                                no += 1;
+                            }
+                        }
+                    }
+                    assert!(no > 0, "{what}: some probe refused");
+                    false_positives += yes;
+                }
+            }
+        }
+        assert!(
+            false_positives > 0,
+            "some probe passed every block it was not added to"
+        );
     }
 
     #[test]
