@@ -2,7 +2,7 @@
 """Replays hostile commands against a fresh server and prints, per attack, the slowest single
 command the server saw (SLOWLOG, every command logged). A measurement, never a pass/fail.
 
-usage: scripts/bench-hostile.py [module.so] [redis-server]
+usage: [ATTACKS=part of a name] scripts/bench-hostile.py [module.so] [redis-server]
 """
 import os, socket, subprocess, sys, tempfile, time
 
@@ -220,6 +220,30 @@ def attack_window_64_slices_of_layers(c):
     return c.q("BF.INFO", "w", "FILTERS")
 
 
+# Issue 23, item 2.
+def attack_merge_reserved_sources(c):
+    # 24 reserved filters of 800 million items at 1% (1.3 GB each, nothing resident),
+    # one item each, merged: the union reads what the sources hold, not their size.
+    for i in range(24):
+        c.q("BF.RESERVE", f"s{i}", 0.01, 800000000)
+        c.q("BF.ADD", f"s{i}", f"item{i}")
+    c.q("SLOWLOG", "RESET")
+    return c.q("BF.MERGE", "d", *[f"s{i}" for i in range(24)])
+
+
+def attack_merge_many_written_layers(c):
+    # 8 filters of 1024 layers of 1,048,512 bytes (a header each), one byte set in every
+    # layer by a BF.LOADCHUNK of its own, merged: one written page a layer to find and OR.
+    c.q("CONFIG", "SET", "bf.bf-max-filter-memory", "4gb")
+    c.q("BF.RESERVE", "src", 0.01, 1000, "EXPANSION", 1)
+    h = with_layers(header_of(c, "src"), 1024, blocks=16383)
+    for i in range(8):
+        c.q("BF.LOADCHUNK", f"s{i}", 1, h)
+        c.pipeline([("BF.LOADCHUNK", f"s{i}", l * 16383 * 64 + 2, b"\x01") for l in range(1024)])
+    c.q("SLOWLOG", "RESET")
+    return c.q("BF.MERGE", "d", *[f"s{i}" for i in range(8)])
+
+
 # Issue 23, items 6 to 8.
 def used_mib(c):
     info = c.q("INFO", "memory").decode()
@@ -297,6 +321,8 @@ ATTACKS = [
     ("COPY of a lazy 1.3 GB filter under maxmemory 2gb", attack_copy_past_maxmemory),
     ("BF.RESERVE 96 MB, volatile-lru, no TTL keys, 150 MB used of 200", attack_volatile_nothing_to_evict),
     ("20 000 refused RESTOREs", attack_refused_restores),
+    ("BF.MERGE of 24 reserved 1.3 GB filters of one item each", attack_merge_reserved_sources),
+    ("BF.MERGE of 8 filters of 1024 layers, one written page each", attack_merge_many_written_layers),
 ]
 
 
@@ -305,7 +331,7 @@ def main():
     print(f"module {MODULE}\nserver {SERVER}\n")
     print(f"| attack | slowest command (us) | command | last reply |\n|---|---|---|---|")
     for name, fn in ATTACKS:
-        if only and only not in name:
+        if only and only not in name and only not in fn.__name__:
             continue
         p, c = start()
         try:

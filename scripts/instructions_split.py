@@ -24,14 +24,14 @@ CORE = [
     (
         "positions",
         r"block_index|prefetch|Positions::(new|next|mask)$|first_mask|Stream::(of|at)$"
-        r"|wide::block_mask$",
+        r"|avx512::block_mask$",
     ),
     (
-        # `BlockedLayer>::`: the AVX-512 add's methods, in `impl BlockedLayer` of `wide`.
+        # `BlockedLayer>::`: the AVX-512 add's methods, in `impl BlockedLayer` of `avx512`.
         "bits",
         r"Block::(holds|set)$|BlockedLayer>?::(insert_new\w*|insert_past_first|insert|set_slots"
         r"|set_item_bits|contains|first_block_matches)(<.*>)?$|blocked_contains"
-        r"|wide::(load|store)$",
+        r"|avx512::(load|store)$",
     ),
 ]
 GLUE = [

@@ -222,6 +222,9 @@ impl BfError {
             MergeError::Filter(FilterError::OverLimit { needed, limit }) => {
                 BfError::MergeOverLimit { needed, limit }
             }
+            MergeError::Filter(FilterError::TooManyLayers { limit }) => {
+                BfError::TooManyLayers { limit }
+            }
             MergeError::NoSources | MergeError::Filter(_) => BfError::CouldNotCreate,
         }
     }

@@ -494,6 +494,63 @@ fn a_window_holds_at_most_the_layers_of_one_filter() {
     assert_eq!(bf_info(&mut con, "copy").filters, 1024);
 }
 
+/// Adds items to `key` one layer at a time (capacity 1, EXPANSION 1) until it holds `layers`.
+fn grow_to_layers(con: &mut redis::Connection, key: &str, tag: &str, layers: i64) {
+    let mut next = 0;
+    while bf_info(con, key).filters < layers {
+        let missing = layers - bf_info(con, key).filters;
+        let mut madd = cmd!("BF.MADD", key);
+        for i in next..next + missing {
+            madd.arg(format!("{tag}:{i}"));
+        }
+        next += missing;
+        let _: Value = con.raw(&madd);
+    }
+    assert_eq!(bf_info(con, key).filters, layers, "{key}");
+}
+
+/// Issue 23, items 2 and 5: a merge is held to the same cap. Two windows each within it,
+/// whose long slices are different slices of the union, would build a union of more layers
+/// than one filter may have: refused with the cap's error, nothing stored.
+#[test]
+fn a_merge_of_windows_holds_at_most_the_layers_of_one_filter() {
+    require_own_server!();
+    let s = server();
+    let mut con = s.conn();
+    con.ok(&cmd!(
+        "BF.RESERVE",
+        "a",
+        "0.01",
+        1,
+        "EXPANSION",
+        1,
+        "WINDOW",
+        SLICES * SLICE,
+        "SLICES",
+        SLICES
+    ));
+    // One origin: copies of the empty window.
+    for copy in ["b", "c"] {
+        assert_eq!(con.q::<i64>(&cmd!("COPY", "a", copy)), 1);
+    }
+    grow_to_layers(&mut con, "a", "a", 600);
+    advance(&mut con, SLICE);
+    grow_to_layers(&mut con, "b", "b", 600);
+    grow_to_layers(&mut con, "c", "c", 424);
+    let cap =
+        "ERR problem inserting into filter: the filter has reached its maximum of 1024 layers";
+    assert_eq!(con.err_text(&cmd!("BF.MERGE", "u", "a", "b")), cap);
+    assert_eq!(con.q::<i64>(&cmd!("EXISTS", "u")), 0);
+    // At the cap exactly, taken; and b's slice meets c's in one.
+    con.ok(&cmd!("BF.MERGE", "u", "a", "c"));
+    assert_eq!(bf_info(&mut con, "u").filters, 1024);
+    con.ok(&cmd!("BF.MERGE", "v", "b", "c"));
+    assert_eq!(bf_info(&mut con, "v").filters, 600);
+    for (key, item) in [("u", "a:0"), ("u", "c:0"), ("v", "b:0"), ("v", "c:0")] {
+        assert!(exists(&mut con, key, item), "{key} {item}");
+    }
+}
+
 // ---------------------------------------------------------------- every command
 
 #[test]

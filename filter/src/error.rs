@@ -1,6 +1,6 @@
 //! The core's errors. The module maps each to the exact text a client sees.
 
-use crate::bloom::sizing::SizingError;
+use crate::bloom::spec::SizingError;
 
 /// Why a filter operation did not happen. Every variant leaves the filter unchanged.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

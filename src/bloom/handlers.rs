@@ -27,6 +27,7 @@ use crate::clock;
 use crate::config;
 use crate::dispatch::CommandResult;
 use crate::error::BfError;
+use crate::keys;
 use crate::memory::Limits;
 use crate::number;
 use crate::reply::{self, Reply};
@@ -289,7 +290,7 @@ pub fn mexists(ctx: &Context, args: &[RedisString]) -> CommandResult {
 }
 
 fn check_items(ctx: &Context, args: &[RedisString], multi: bool) -> CommandResult {
-    let key = ctx.open_key(&args[1]);
+    let key = keys::ReadKey::open(ctx, &args[1]);
     let filter = value::read(&key)?;
     let items = &args[2..];
     let reply = Reply::new(ctx);
@@ -326,7 +327,7 @@ fn check_items(ctx: &Context, args: &[RedisString], multi: bool) -> CommandResul
 
 /// `BF.CARD key`
 pub fn card(ctx: &Context, args: &[RedisString]) -> CommandResult {
-    let key = ctx.open_key(&args[1]);
+    let key = keys::ReadKey::open(ctx, &args[1]);
     let items = match value::read(&key)? {
         Some(Value::Plain(f)) => f.items(),
         Some(Value::Windowed(f)) => windowed::read_view(ctx, f).items(),
@@ -342,7 +343,7 @@ pub fn card(ctx: &Context, args: &[RedisString]) -> CommandResult {
 /// (clients reject any other); the health figures only when asked for. The word is parsed
 /// after the key is looked up, in RedisBloom's order of errors.
 pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
-    let key = ctx.open_key(&args[1]);
+    let key = keys::ReadKey::open(ctx, &args[1]);
     let filter = match value::read(&key)?.ok_or(BfError::NotFound)? {
         Value::Plain(f) => f,
         Value::Windowed(f) => {
@@ -449,7 +450,7 @@ fn reported_size(filter: &ScalableFilter) -> u64 {
 /// `BF.DEBUG key`: RedisBloom's format for classic filters; for blocked ones the same shape
 /// with the blocked layout's facts (blocks, blocks per item, bits set per block).
 pub fn debug(ctx: &Context, args: &[RedisString]) -> CommandResult {
-    let key = ctx.open_key(&args[1]);
+    let key = keys::ReadKey::open(ctx, &args[1]);
     let lines = match value::read(&key)?.ok_or(BfError::NotFound)? {
         Value::Plain(filter) => {
             let mut lines = vec![format!("size:{}", filter.items())];
@@ -482,7 +483,7 @@ pub fn debug(ctx: &Context, args: &[RedisString]) -> CommandResult {
 /// `BF.SCANDUMP key iterator`: the iterator is parsed after the key is looked up, in
 /// RedisBloom's order of errors.
 pub fn scandump(ctx: &Context, args: &[RedisString]) -> CommandResult {
-    let key = ctx.open_key(&args[1]);
+    let key = keys::ReadKey::open(ctx, &args[1]);
     let filter = value::read(&key)?.ok_or(BfError::NotFound)?;
     let it = number::parse_i64(args[2].as_slice()).ok_or(BfError::ScanDumpNotNumeric)?;
     let reply = Reply::new(ctx);

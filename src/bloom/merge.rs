@@ -18,7 +18,6 @@
 
 use layerbloom_filter::bloom::merge::{Incompatible, MergeError, Mismatch};
 use layerbloom_filter::{FilterError, ScalableFilter, WindowedFilter};
-use redis_module::key::RedisKey;
 use redis_module::{Context, RedisString};
 
 use crate::bloom::datatype::BLOOM_TYPE;
@@ -30,7 +29,7 @@ use crate::clock;
 use crate::config;
 use crate::dispatch::CommandResult;
 use crate::error::BfError;
-use crate::keys;
+use crate::keys::{self, ReadKey};
 use crate::memory::Limits;
 use crate::reply::Reply;
 
@@ -44,7 +43,7 @@ enum Union {
 pub fn merge(ctx: &Context, args: &[RedisString]) -> CommandResult {
     let destination = &args[1];
     let names = &args[2..];
-    let held = match value::read(&ctx.open_key(destination))? {
+    let held = match value::read(&ReadKey::open(ctx, destination))? {
         None => None,
         Some(Value::Plain(_)) => Some(false),
         Some(Value::Windowed(_)) => Some(true),
@@ -54,11 +53,11 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> CommandResult {
     // Read once: the union and the advances below must agree on the slice.
     let now = clock::applies(&flags).then(clock::now_ms);
     let union = {
-        let mut opened: Vec<RedisKey> = Vec::new();
+        let mut opened: Vec<ReadKey> = Vec::new();
         opened
             .try_reserve_exact(names.len())
             .map_err(|_| BfError::ArgumentsOutOfMemory)?;
-        opened.extend(names.iter().map(|name| ctx.open_key(name)));
+        opened.extend(names.iter().map(|name| ReadKey::open(ctx, name)));
         let mut sources: Vec<Value> = Vec::new();
         sources
             .try_reserve_exact(names.len())

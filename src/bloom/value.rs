@@ -3,7 +3,7 @@
 
 use layerbloom_filter::window::WindowedFilter;
 use layerbloom_filter::ScalableFilter;
-use redis_module::key::{RedisKey, RedisKeyWritable};
+use redis_module::key::RedisKeyWritable;
 
 use crate::bloom::datatype::BLOOM_TYPE;
 use crate::bloom::stats;
@@ -25,7 +25,7 @@ pub enum ValueMut<'a> {
 
 /// The filter of either kind under a key opened for reading; `None` when the key is missing.
 /// Plain filters are asked for first: they are most keys.
-pub fn read(key: &RedisKey) -> Result<Option<Value<'_>>, BfError> {
+pub fn read(key: &keys::ReadKey) -> Result<Option<Value<'_>>, BfError> {
     match keys::read::<ScalableFilter>(key, &BLOOM_TYPE) {
         Err(BfError::WrongType) => {
             Ok(keys::read::<WindowedFilter>(key, &WINDOW_TYPE)?.map(Value::Windowed))

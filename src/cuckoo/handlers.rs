@@ -16,7 +16,7 @@ use layerbloom_filter::format::{CodecError, Strictness};
 use layerbloom_filter::FilterError;
 use std::cell::OnceCell;
 
-use redis_module::key::{RedisKey, RedisKeyWritable};
+use redis_module::key::RedisKeyWritable;
 use redis_module::{Context, ContextFlags, KeyType, RedisString};
 
 use crate::config;
@@ -32,7 +32,7 @@ use crate::memory::Limits;
 use crate::reply::{self, Reply};
 
 /// The filter under a key of either cuckoo type (RedisBloom's, or the extension's).
-fn read_filter(key: &RedisKey) -> Result<Option<&AnyFilter>, BfError> {
+fn read_filter(key: &keys::ReadKey) -> Result<Option<&AnyFilter>, BfError> {
     match keys::read(key, &CUCKOO_TYPE) {
         Err(BfError::WrongType) => keys::read(key, &WIDE_CUCKOO_TYPE),
         found => found,
@@ -399,7 +399,7 @@ fn insert_items(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult 
 
 /// `CF.EXISTS key item`
 pub fn exists(ctx: &Context, args: &[RedisString]) -> CommandResult {
-    let key = ctx.open_key(&args[1]);
+    let key = keys::ReadKey::open(ctx, &args[1]);
     let found = read_filter(&key)?.is_some_and(|f| f.contains(args[2].as_slice()));
     Reply::new(ctx).boolean(found);
     Ok(())
@@ -407,7 +407,7 @@ pub fn exists(ctx: &Context, args: &[RedisString]) -> CommandResult {
 
 /// `CF.MEXISTS key item...`
 pub fn mexists(ctx: &Context, args: &[RedisString]) -> CommandResult {
-    let key = ctx.open_key(&args[1]);
+    let key = keys::ReadKey::open(ctx, &args[1]);
     let filter = read_filter(&key)?;
     let items = &args[2..];
     let reply = Reply::new(ctx);
@@ -426,7 +426,7 @@ pub fn mexists(ctx: &Context, args: &[RedisString]) -> CommandResult {
 
 /// `CF.COUNT key item`
 pub fn count(ctx: &Context, args: &[RedisString]) -> CommandResult {
-    let key = ctx.open_key(&args[1]);
+    let key = keys::ReadKey::open(ctx, &args[1]);
     let n = read_filter(&key)?.map_or(0, |f| f.count(args[2].as_slice()));
     Reply::new(ctx).int(i64::try_from(n).unwrap_or(i64::MAX));
     Ok(())
@@ -472,7 +472,7 @@ pub fn compact(ctx: &Context, args: &[RedisString]) -> CommandResult {
 /// RESP2); the health and layout figures only when asked for, shaped as BF.INFO's. The word
 /// is parsed after the key is looked up, as BF.INFO's.
 pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
-    let key = ctx.open_key(&args[1]);
+    let key = keys::ReadKey::open(ctx, &args[1]);
     let filter = read_filter(&key)?.ok_or(BfError::NotFound)?;
     let request =
         InfoRequest::parse_with(args.get(2).map(RedisString::as_slice), InfoField::parse)?;
@@ -517,7 +517,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> CommandResult {
 
 /// `CF.DEBUG key`: one line, RedisBloom's.
 pub fn debug(ctx: &Context, args: &[RedisString]) -> CommandResult {
-    let key = ctx.open_key(&args[1]);
+    let key = keys::ReadKey::open(ctx, &args[1]);
     let line = read_filter(&key)?.ok_or(BfError::NotFound)?.debug_line();
     Reply::new(ctx).bulk(line.as_bytes());
     Ok(())
@@ -527,7 +527,7 @@ pub fn debug(ctx: &Context, args: &[RedisString]) -> CommandResult {
 pub fn scandump(ctx: &Context, args: &[RedisString]) -> CommandResult {
     // RedisBloom checks the iterator before it looks the key up (unlike BF.SCANDUMP).
     let it = args::position(args[2].as_slice(), 0)?;
-    let key = ctx.open_key(&args[1]);
+    let key = keys::ReadKey::open(ctx, &args[1]);
     let filter = read_filter(&key)?.ok_or(BfError::NotFound)?;
     let reply = Reply::new(ctx);
     reply.array(2);

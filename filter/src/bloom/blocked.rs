@@ -15,23 +15,24 @@
 //! at once: eight AND/compare pairs with no data-dependent branch inside a block. An add
 //! tests and sets position by position instead (`k` is small against the block's 512 bits,
 //! and an add must also count the bits it flips), except on CPUs with AVX-512, where a
-//! block's mask fits one register and is built, tested, set and counted at once (`wide`):
+//! block's mask fits one register and is built, tested, set and counted at once (`avx512`):
 //! the same bits either way.
 //!
 //! The layer also counts its set bits (an insert knows which bits it flipped), so its fill
 //! ratio and current false-positive rate come free.
 
-use crate::bloom::filter::{FilterSpec, Layout};
-use crate::bloom::layer::{Allocation, Layer, LayerPlan, LayerSummary};
+use crate::bloom::layer::{format_g, Allocation, Layer, LayerPlan, LayerSummary};
+use crate::bloom::math;
 use crate::bloom::sizing::{
     self, Geometry, BLOCK_BYTES, MAX_BLOCKS_PER_ITEM, MAX_HASHES_PER_BLOCK, MIN_SIZING_ERROR,
 };
+use crate::bloom::spec::{FilterSpec, Layout};
 use crate::error::FilterError;
 use crate::hash::{mix64, ItemHash, GOLDEN_GAMMA};
 use crate::zeroed::{advise_huge_pages, HugeSchedule, HUGE_PAGE};
 
 #[cfg(target_arch = "x86_64")]
-mod wide;
+mod avx512;
 
 /// Words in a block.
 const WORDS: usize = 8;
@@ -246,7 +247,7 @@ pub struct BlockedLayer {
     huge: HugeSchedule,
 }
 
-/// A layer's estimated false-positive rate (`health::blocked_fpr`, a sum over a Poisson window:
+/// A layer's estimated false-positive rate (`math::blocked_fpr`, a sum over a Poisson window:
 /// microseconds) as of a set-bit count. Kept for layers that no longer change, so that BF.INFO
 /// of a long chain reads one number per layer instead of recomputing every layer.
 #[derive(Debug, Clone, Copy)]
@@ -462,23 +463,34 @@ impl BlockedLayer {
             == 0
     }
 
-    /// Whether every bit of the item's probe is set.
+    /// Whether every bit of the item's probe is set. A layer of a shape the sizing table gives
+    /// runs a check compiled for that shape (`contains_shaped`: each position a fixed shift of
+    /// a fixed word of the stream, tested in place, no 512-bit mask built); any other shape the
+    /// same code with the shape read at run time.
     #[inline]
     pub fn contains(&self, hash: &ItemHash) -> bool {
-        let g = &self.meta.geometry;
-        let mut positions = Positions::new(hash.hi);
-        for slot in 0..g.blocks_per_item {
-            let block = &self.blocks[block_index(hash, slot, g.blocks)];
-            let mask = positions.mask(g.hashes_per_block);
-            let missing = mask
-                .iter()
-                .zip(&block.0)
-                .fold(0u64, |acc, (m, b)| acc | (m & !b));
-            if missing != 0 {
-                return false;
-            }
-        }
-        true
+        self.contains_by_shape(hash)
+    }
+
+    /// `contains` for layers of `B` blocks per item and `K` bits per block.
+    #[inline(never)]
+    fn contains_shaped<const B: u32, const K: u32>(&self, hash: &ItemHash) -> bool {
+        self.contains_as(hash, B, K)
+    }
+
+    /// `contains` for a shape outside the sizing table.
+    #[inline(never)]
+    fn contains_unshaped(&self, hash: &ItemHash, b: u32, k: u32) -> bool {
+        self.contains_as(hash, b, k)
+    }
+
+    /// Slot by slot, stopping at the first block that lacks a bit (for an absent item nearly
+    /// always the first).
+    #[inline(always)]
+    fn contains_as(&self, hash: &ItemHash, b: u32, k: u32) -> bool {
+        let stream = Stream::of(hash.hi, b * k);
+        let blocks = self.meta.geometry.blocks;
+        (0..b).all(|slot| self.blocks[block_index(hash, slot, blocks)].holds(&stream, slot * k, k))
     }
 
     /// Sets the item's bits and counts it, whether or not its bits were already set (the
@@ -529,16 +541,16 @@ impl BlockedLayer {
     /// exactly as by `insert`.
     ///
     /// A layer of a shape the sizing table gives runs an add compiled for that shape: with
-    /// AVX-512 where the CPU has it (`insert_new_wide`), else position by position
+    /// AVX-512 where the CPU has it (`insert_new_avx512`), else position by position
     /// (`insert_new_shaped`); any other shape (a decoded geometry outside the table) the
     /// position-wise code with the shape read at run time.
     #[inline(always)]
     pub(crate) fn insert_new(&mut self, hash: &ItemHash) -> u32 {
         #[cfg(target_arch = "x86_64")]
-        let wide = wide::Avx512::detect();
+        let avx512 = avx512::Avx512::detect();
         #[cfg(not(target_arch = "x86_64"))]
-        let wide = None;
-        self.insert_new_by_shape(hash, wide)
+        let avx512 = None;
+        self.insert_new_by_shape(hash, avx512)
     }
 
     /// `insert_new` for layers of `B` blocks per item and `K` bits per block: every position
@@ -614,21 +626,36 @@ impl BlockedLayer {
         }
     }
 
+    /// ORs the bits of `other`, a layer of the same plan, in (BF.MERGE), reading only the
+    /// pages of `other` that were written (`zeroed::or_written`): the cost follows what it
+    /// holds, not its size.
+    pub(crate) fn or_layer(&mut self, other: &BlockedLayer) {
+        debug_assert_eq!(self.blocks.len(), other.blocks.len());
+        if other.set_bits == 0 {
+            return;
+        }
+        let set = crate::zeroed::or_written(self.as_bytes_mut(), other.as_bytes());
+        self.set_bits += set;
+        if set > 0 {
+            self.refresh_estimate();
+        }
+    }
+
     /// Recomputes the kept false-positive estimate for the current bits.
     pub(crate) fn refresh_estimate(&mut self) {
         self.estimate = FprEstimate {
             set_bits: self.set_bits,
-            fpr: crate::bloom::health::blocked_fpr(&self.summary()),
+            fpr: math::blocked_fpr(&self.summary()),
         };
     }
 
-    /// The estimated false-positive rate of the layer's bits (`health::blocked_fpr`): the kept
+    /// The estimated false-positive rate of the layer's bits (`math::blocked_fpr`): the kept
     /// one when no bit changed since it was computed.
     pub fn estimated_fpr(&self) -> f64 {
         if self.estimate.set_bits == self.set_bits {
             self.estimate.fpr
         } else {
-            crate::bloom::health::blocked_fpr(&self.summary())
+            math::blocked_fpr(&self.summary())
         }
     }
 
@@ -682,11 +709,11 @@ impl BlockedLayer {
     }
 }
 
-/// What makes the wide adds (`wide`) possible: nothing where there are none.
+/// What makes the AVX-512 adds (`avx512`) possible: nothing where there are none.
 #[cfg(target_arch = "x86_64")]
-type Wide = wide::Avx512;
+type Avx512 = avx512::Avx512;
 #[cfg(not(target_arch = "x86_64"))]
-type Wide = std::convert::Infallible;
+type Avx512 = std::convert::Infallible;
 
 /// Defines `insert_new_by_shape`, which calls the `insert_new_shaped` of the layer's shape
 /// when it is one of those listed (and `insert_new_any` otherwise), and, for the tests, the
@@ -698,17 +725,27 @@ macro_rules! shaped_inserts {
         const SHAPED: &[(u32, u32)] = &[$(($b, $k)),*];
 
         impl BlockedLayer {
-            /// `wide`: the CPU's AVX-512, where it has it (`wide::Avx512::detect`).
+            /// `avx512`: the CPU's AVX-512, where it has it (`avx512::Avx512::detect`).
             #[inline(always)]
-            fn insert_new_by_shape(&mut self, hash: &ItemHash, wide: Option<Wide>) -> u32 {
+            fn insert_new_by_shape(&mut self, hash: &ItemHash, avx512: Option<Avx512>) -> u32 {
                 let g = &self.meta.geometry;
                 match (g.blocks_per_item, g.hashes_per_block) {
-                    $(($b, $k) => match wide {
+                    $(($b, $k) => match avx512 {
                         #[cfg(target_arch = "x86_64")]
-                        Some(avx512) => self.insert_new_wide::<$b, $k>(hash, avx512),
+                        Some(proof) => self.insert_new_avx512::<$b, $k>(hash, proof),
                         _ => self.insert_new_shaped::<$b, $k>(hash),
                     },)*
                     (b, k) => self.insert_new_any(hash, b, k),
+                }
+            }
+
+            /// `contains` compiled for the layer's shape when it is one of those listed.
+            #[inline(always)]
+            fn contains_by_shape(&self, hash: &ItemHash) -> bool {
+                let g = &self.meta.geometry;
+                match (g.blocks_per_item, g.hashes_per_block) {
+                    $(($b, $k) => self.contains_shaped::<$b, $k>(hash),)*
+                    (b, k) => self.contains_unshaped(hash, b, k),
                 }
             }
         }
@@ -870,11 +907,11 @@ impl Layer for BlockedLayer {
     }
 
     fn fpr_of(summary: &LayerSummary) -> f64 {
-        crate::bloom::health::blocked_fpr(summary)
+        math::blocked_fpr(summary)
     }
 
     fn distinct_of(summary: &LayerSummary) -> f64 {
-        crate::bloom::health::blocked_distinct(summary)
+        math::blocked_distinct(summary)
     }
 
     fn estimated_fpr(&self) -> f64 {
@@ -893,7 +930,7 @@ impl Layer for BlockedLayer {
             m.geometry.hashes_per_block,
             m.capacity,
             m.items,
-            crate::bloom::classic::format_g(m.error)
+            format_g(m.error)
         )
     }
 
@@ -1092,22 +1129,23 @@ mod tests {
         // (positions repeat), which take the add of any shape. Each add as it runs here:
         // position by position, and with AVX-512 where this CPU has it.
         #[cfg(target_arch = "x86_64")]
-        let wides = [None, wide::Avx512::detect()];
-        if wides[1..].iter().all(Option::is_none) {
-            eprintln!("this CPU has no AVX-512 (F and VPOPCNTDQ): the wide add is not tested");
+        let avx512s = [None, avx512::Avx512::detect()];
+        if avx512s[1..].iter().all(Option::is_none) {
+            eprintln!("this CPU has no AVX-512 (F and VPOPCNTDQ): the AVX-512 add is not tested");
         }
         #[cfg(not(target_arch = "x86_64"))]
-        let wides = [None];
+        let avx512s = [None];
         for blocks in [1, 3, 64] {
             for b in 1..=MAX_BLOCKS_PER_ITEM {
                 for k in (1..=12).chain([15, 33, MAX_HASHES_PER_BLOCK]) {
-                    for wide in wides {
+                    for avx512 in avx512s {
                         let geometry = Geometry {
                             blocks,
                             blocks_per_item: b,
                             hashes_per_block: k,
                         };
-                        let what = format!("blocks {blocks} b {b} k {k} wide {}", wide.is_some());
+                        let what =
+                            format!("blocks {blocks} b {b} k {k} avx512 {}", avx512.is_some());
                         let new = || BlockedLayer::with_geometry(1 << 20, 0.01, geometry).unwrap();
                         let (mut fused, mut reference) = (new(), new());
                         let (mut plain, mut plain_reference) = (new(), new());
@@ -1122,7 +1160,7 @@ mod tests {
                             } else {
                                 mask_insert(&mut reference, h)
                             };
-                            assert_eq!(fused.insert_new_by_shape(h, wide), expected, "{what}");
+                            assert_eq!(fused.insert_new_by_shape(h, avx512), expected, "{what}");
                             assert_eq!(plain.insert(h), mask_insert(&mut plain_reference, h));
                         }
                         assert!(seen_present, "{what}");
@@ -1136,6 +1174,61 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The check as it was written with masks: each slot's `k` positions ORed into a 512-bit
+    /// mask, which the block must hold whole. The position-wise check must answer the same.
+    fn mask_contains(layer: &BlockedLayer, hash: &ItemHash) -> bool {
+        let g = layer.meta.geometry;
+        let mut positions = Positions::new(hash.hi);
+        (0..g.blocks_per_item).all(|slot| {
+            let block = &layer.blocks[block_index(hash, slot, g.blocks)];
+            let mask = positions.mask(g.hashes_per_block);
+            mask.iter().zip(&block.0).all(|(m, b)| m & !b == 0)
+        })
+    }
+
+    #[test]
+    fn position_wise_checks_answer_as_mask_checks() {
+        // Every shape with a check compiled for it (`SHAPED`) and some past the table's; few
+        // blocks, filled so far that absent items are refused at every slot, some pass their
+        // first block and fail a later one, and some are false positives.
+        let mut false_positives = 0;
+        for blocks in [1, 3, 64] {
+            for b in 1..=MAX_BLOCKS_PER_ITEM {
+                for k in (1..=12).chain([15, 33, MAX_HASHES_PER_BLOCK]) {
+                    let geometry = Geometry {
+                        blocks,
+                        blocks_per_item: b,
+                        hashes_per_block: k,
+                    };
+                    let what = format!("blocks {blocks} b {b} k {k}");
+                    let mut layer = BlockedLayer::with_geometry(1 << 20, 0.01, geometry).unwrap();
+                    let added: Vec<ItemHash> = hashes(u64::from(b * 100 + k), 40).collect();
+                    let probes: Vec<ItemHash> = hashes(u64::from(b * 100 + k) + 7, 400).collect();
+                    let (mut yes, mut no) = (0, 0);
+                    for (i, h) in added.iter().enumerate() {
+                        layer.insert(h);
+                        assert!(layer.contains(h), "{what}");
+                        for p in &probes[..(i + 1) * 10] {
+                            let want = mask_contains(&layer, p);
+                            assert_eq!(layer.contains(p), want, "{what}");
+                            if want {
+                                yes += 1;
+                            } else {
+                                no += 1;
+                            }
+                        }
+                    }
+                    assert!(no > 0, "{what}: some probe refused");
+                    false_positives += yes;
+                }
+            }
+        }
+        assert!(
+            false_positives > 0,
+            "some probe passed every block it was not added to"
+        );
     }
 
     #[test]

@@ -10,15 +10,17 @@
 //! Mixing kinds would change how items hash between layers; one kind per chain never changes
 //! an answer.
 
-use crate::bloom::filter::{FilterSpec, ScalableFilter};
 use crate::bloom::layer::{Allocation, Layer, LayerPlan, LayerSummary};
-use crate::bloom::sizing::SizingError;
+pub use crate::bloom::spec::TIGHTENING;
+use crate::bloom::spec::{FilterSpec, SizingError};
 use crate::error::FilterError;
 use crate::fallible::{try_push, try_vec};
 use crate::relocate::{relocate_vec, Relocator};
 
-/// How much tighter each new layer's error rate is than the previous one's.
-pub const TIGHTENING: f64 = 0.5;
+/// The allocator model's size class (`footprint`) of the box a filter holds its chain in
+/// (`filter::ScalableFilter`, which holds its size to this class by a compile-time check): an
+/// 80-byte block, as since filters were one struct.
+pub(crate) const BOX_CLASS: u64 = 80;
 
 /// The most layers a filter may grow to: growth past it is refused, and so are a client's
 /// `BF.LOADCHUNK` headers and RESTOREs with more. A filter that already has more (an RDB file
@@ -179,14 +181,11 @@ impl<L: Layer> Chain<L> {
         bit_arrays: impl IntoIterator<Item = u64>,
     ) -> u64 {
         use crate::footprint::allocation;
-        use std::mem::{align_of, size_of};
+        use std::mem::size_of;
         // The layer table and the layers' cumulative byte offsets (`ends`), one entry each.
         let table = allocation((table_len * size_of::<L>()) as u64, 8)
             .saturating_add(allocation((table_len * size_of::<u64>()) as u64, 8));
-        let boxed = allocation(
-            size_of::<ScalableFilter>() as u64,
-            align_of::<ScalableFilter>() as u64,
-        );
+        let boxed = allocation(BOX_CLASS, 8);
         bit_arrays
             .into_iter()
             .fold(boxed.saturating_add(table), |sum, bytes| {
@@ -548,8 +547,9 @@ pub(crate) mod tests {
     use super::*;
     use crate::bloom::blocked::{BlockedLayer, LayerMeta};
     use crate::bloom::classic::ClassicParams;
-    use crate::bloom::filter::Layout;
+    use crate::bloom::filter::ScalableFilter;
     use crate::bloom::sizing;
+    use crate::bloom::spec::Layout;
     use crate::hash::ItemHash;
 
     /// The chain of a blocked filter.

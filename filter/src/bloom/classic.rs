@@ -18,10 +18,9 @@
 use bitvec::prelude::{BitSlice, Lsb0};
 use bitvec::view::BitView;
 
-use crate::bloom::chain::TIGHTENING;
-use crate::bloom::filter::{FilterSpec, Layout};
-use crate::bloom::layer::{Allocation, Layer, LayerPlan, LayerSummary};
-use crate::bloom::sizing::SizingError;
+use crate::bloom::layer::{format_g, Allocation, Layer, LayerPlan, LayerSummary};
+use crate::bloom::math;
+use crate::bloom::spec::{FilterSpec, Layout, SizingError, TIGHTENING};
 use crate::error::FilterError;
 use crate::hash::{murmur2_32, murmur64a};
 
@@ -38,12 +37,6 @@ pub const KNOWN_OPTIONS: u32 = OPT_NOROUND | OPT_ENTS_IS_BITS | OPT_FORCE64 | OP
 /// Options of the filters RedisBloom 2.x creates (plus `OPT_NO_SCALING` for non-scaling ones).
 pub const DEFAULT_OPTIONS: u32 = OPT_NOROUND | OPT_FORCE64;
 
-/// RedisBloom's `ln(2)^2`, as rounded in its source.
-const LN2_SQUARED: f64 = 0.480453013918201;
-/// RedisBloom's `ln(2)`, as rounded in its source (one ulp-level digit short of `LN_2`, which
-/// can move `ceil` at a boundary).
-#[allow(clippy::approx_constant)]
-const LN2: f64 = 0.693147180559945;
 /// The most hashes any valid error rate gives (`bpe` of the smallest double is about 1550).
 pub const MAX_CLASSIC_HASHES: u32 = 1100;
 
@@ -107,7 +100,7 @@ impl ClassicMeta {
     /// Whether the hash count is the one the bits per entry give, as every layer RedisBloom
     /// or layerbloom creates has it (RedisBloom's BF.LOADCHUNK refuses a header without it).
     pub fn hashes_match_bpe(&self) -> bool {
-        (LN2 * self.bpe).ceil() == f64::from(self.hashes)
+        math::redisbloom_hashes(self.bpe) == f64::from(self.hashes)
     }
 
     /// RedisBloom's sizing of a new layer.
@@ -118,8 +111,8 @@ impl ClassicMeta {
         if entries == 0 {
             return Err(SizingError::BadCapacity);
         }
-        let bpe = (-(error.ln()) / LN2_SQUARED).abs();
-        let hashes = (LN2 * bpe).ceil();
+        let bpe = math::redisbloom_bits_per_entry(error);
+        let hashes = math::redisbloom_hashes(bpe);
         let wanted = entries as f64 * bpe;
         let hashes_ok = (1.0..=f64::from(MAX_CLASSIC_HASHES)).contains(&hashes);
         if !hashes_ok || wanted.is_nan() || wanted >= 2f64.powi(62) {
@@ -274,6 +267,16 @@ impl ClassicLayer {
         self.set_bits += set;
     }
 
+    /// ORs the bits of `other`, a layer of the same plan, in (BF.MERGE), reading only the
+    /// pages of `other` that were written (`zeroed::or_written`).
+    pub(crate) fn or_layer(&mut self, other: &ClassicLayer) {
+        debug_assert_eq!(self.bytes.len(), other.bytes.len());
+        if other.set_bits == 0 {
+            return;
+        }
+        self.set_bits += crate::zeroed::or_written(&mut self.bytes, &other.bytes);
+    }
+
     /// A deep copy as lazy as the layer (`zeroed::try_copy_sparse`).
     pub fn try_clone(&self) -> Result<Self, FilterError> {
         let bytes = crate::zeroed::try_copy_sparse(&self.bytes, self.set_bits == 0, false)?;
@@ -415,11 +418,11 @@ impl Layer for ClassicLayer {
     }
 
     fn fpr_of(summary: &LayerSummary) -> f64 {
-        crate::bloom::health::classic_fpr(summary)
+        math::classic_fpr(summary)
     }
 
     fn distinct_of(summary: &LayerSummary) -> f64 {
-        crate::bloom::health::classic_distinct(summary)
+        math::classic_distinct(summary)
     }
 
     fn debug_line(&self, params: &ClassicParams) -> String {
@@ -479,55 +482,9 @@ pub(crate) fn zeroed_bytes(len: u64) -> Result<Vec<u8>, FilterError> {
     crate::zeroed::try_zeroed_vec(len)
 }
 
-/// C's `printf("%g", x)`: six significant digits, trailing zeros removed, exponent form when
-/// the exponent is below -4 or at least 6.
-pub fn format_g(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
-        return format!("{x}");
-    }
-    let sci = format!("{x:.5e}");
-    let (mantissa, exp) = sci.split_once('e').expect("scientific notation");
-    let exp: i32 = exp.parse().expect("integer exponent");
-    let strip = |s: &str| -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    if !(-4..6).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}e{}{:02}", strip(mantissa), sign, exp.abs())
-    } else {
-        let decimals = (5 - exp).max(0) as usize;
-        strip(&format!("{x:.decimals$}"))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn format_g_matches_c() {
-        for (x, want) in [
-            (0.01, "0.01"),
-            (0.005, "0.005"),
-            (0.0003125, "0.0003125"),
-            (0.000625, "0.000625"),
-            (0.0001, "0.0001"),
-            (0.00003125, "3.125e-05"),
-            (1.0 / 3.0, "0.333333"),
-            (0.25, "0.25"),
-            (1e-9, "1e-09"),
-            (0.00000762939453125, "7.62939e-06"),
-            (123456.0, "123456"),
-            (1234567.0, "1.23457e+06"),
-        ] {
-            assert_eq!(format_g(x), want, "{x}");
-        }
-    }
-
     /// (entries asked, error, options) -> (entries, bpe, hashes, bits, n2, bytes), from
     /// RedisBloom's own BF.DEBUG output and the fixtures' layer records.
     #[test]

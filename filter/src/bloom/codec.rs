@@ -44,7 +44,7 @@ use crate::bloom::chain::{Chain, MAX_LAYERS};
 use crate::bloom::classic::{
     zeroed_bytes, ClassicLayer, ClassicMeta, ClassicParams, KNOWN_OPTIONS,
 };
-use crate::bloom::filter::{dispatch, ScalableFilter};
+use crate::bloom::filter::{on_layout, ScalableFilter};
 use crate::bloom::layer::{Layer, LayerPlan};
 use crate::bloom::sizing::{Geometry, BLOCK_BYTES};
 use crate::error::FilterError;
@@ -139,12 +139,12 @@ pub enum Header {
 impl Header {
     /// Each layer's bit array length in bytes.
     pub fn layer_lengths(&self) -> Vec<u64> {
-        dispatch!(self, Header, h => h.layer_lengths())
+        on_layout!(self, Header, h => h.layer_lengths())
     }
 
     /// Layers of the chain.
     pub fn layer_count(&self) -> usize {
-        dispatch!(self, Header, h => h.layers.len())
+        on_layout!(self, Header, h => h.layers.len())
     }
 
     /// Bytes of all bit arrays together (the decoders refused overflowing totals).
@@ -154,7 +154,7 @@ impl Header {
 
     /// Memory the filter will take once built, as `ScalableFilter::memory_usage` counts it.
     pub fn memory_bytes(&self) -> u64 {
-        dispatch!(self, Header, h => h.memory_bytes())
+        on_layout!(self, Header, h => h.memory_bytes())
     }
 }
 
@@ -166,7 +166,7 @@ pub fn is_layerbloom_header(bytes: &[u8]) -> bool {
 /// Encodes a filter's `BF.SCANDUMP` header: layerbloom's for a blocked filter, RedisBloom's
 /// for a classic one.
 pub fn encode_header(filter: &ScalableFilter) -> Vec<u8> {
-    dispatch!(filter, ScalableFilter, c => LayerCodec::encode_header(c))
+    on_layout!(filter, ScalableFilter, c => LayerCodec::encode_header(c))
 }
 
 impl LayerCodec for BlockedLayer {
@@ -489,7 +489,7 @@ pub fn filter_from_header(header: &Header, max_bytes: u64) -> Result<ScalableFil
         }
         .into());
     }
-    Ok(dispatch!(header, Header => ScalableFilter, h => h.zeroed_chain()?))
+    Ok(on_layout!(header, Header => ScalableFilter, h => h.zeroed_chain()?))
 }
 
 /// The `BF.SCANDUMP` chunk after iterator `it` (>= 1): `(next iterator, bytes)`, or
@@ -537,7 +537,7 @@ pub fn encode_rdb_header(filter: &ScalableFilter) -> Vec<u8> {
         out.extend_from_slice(&L::encode_header(chain));
         out
     }
-    dispatch!(filter, ScalableFilter, c => of(c))
+    on_layout!(filter, ScalableFilter, c => of(c))
 }
 
 /// Decodes the header string of layerbloom's RDB value.
@@ -585,23 +585,23 @@ impl FilterLoader {
     /// Starts from a decoded header.
     pub fn new(header: Header) -> Result<Self, CodecError> {
         Ok(FilterLoader(
-            dispatch!(header, Header => Loading, h => ChainLoader::new(h)?),
+            on_layout!(header, Header => Loading, h => ChainLoader::new(h)?),
         ))
     }
 
     /// The length the next piece must have, or `None` when every piece has been read.
     pub fn next_piece_len(&self) -> Option<usize> {
-        dispatch!(&self.0, Loading, l => l.next_piece_len())
+        on_layout!(&self.0, Loading, l => l.next_piece_len())
     }
 
     /// Takes the next piece, which must have exactly `next_piece_len()` bytes.
     pub fn push_piece(&mut self, piece: &[u8]) -> Result<(), CodecError> {
-        dispatch!(&mut self.0, Loading, l => l.push_piece(piece))
+        on_layout!(&mut self.0, Loading, l => l.push_piece(piece))
     }
 
     /// The filter, once every piece has been read.
     pub fn finish(self) -> Result<ScalableFilter, CodecError> {
-        Ok(dispatch!(self.0, Loading => ScalableFilter, l => l.finish()?))
+        Ok(on_layout!(self.0, Loading => ScalableFilter, l => l.finish()?))
     }
 }
 

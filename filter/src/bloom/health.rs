@@ -5,40 +5,27 @@
 //! counts the layers keep anyway (set bits, items, capacity), so computing them costs a few
 //! microseconds whatever the filter's size.
 //!
-//! # The estimators
-//! Notation for one layer: `m` bits, `X` of them set, fill `f = X/m`, `h` bit positions set per
-//! item (`h = b·k` for a blocked layer: `b` blocks of `B = 512` bits, `k` bits in each).
-//!
-//! * **Fill ratio**: `f` of the newest layer (the one that takes new items).
-//! * **Classic layer false-positive rate**: `f^h`. An absent item is a false positive when all
-//!   its `h` positions are set; each is set with probability `f` given the bits.
-//! * **Blocked layer false-positive rate**: the bits of a blocked layer are not spread evenly:
-//!   a block that received more items than average is fuller, and `(fill)^k` is convex, so
-//!   `f^h` underestimates (by 10 to 40% at capacity). The estimate follows the layout's model
-//!   (see `sizing`): a block receives a Poisson(`λ`) number `j` of item-slots, where `λ` is
-//!   solved from the observed fill, `f = 1 − exp(−λ·(1 − q^k))` with `q = 1 − 1/B` (the
-//!   expected fill of a Poisson mixture of blocks); a block with `j` slots has had `t = k·j`
-//!   uniform throws and answers "present" with probability `E[(S_t/B)^k]`, taken to second
-//!   order, `μ^k + C(k,2)·μ^(k−2)·σ²`, from the mean `μ = 1 − q^t` and variance `σ²` of its
-//!   fill; then `fpr = (Σ_j Poisson(j; λ)·E[(S_{kj}/B)^k])^b`. Unit tests hold it within 2% of
-//!   the exact rate of the actual bits (`BlockedLayer::state_fpr`, which reads every block).
-//! * **Chain false-positive rate**: `1 − Π(1 − fpr_i)`: a query probes every layer.
-//! * **Distinct items**: the number of items whose bits would give the observed fill, inverted
-//!   from the same expectations: `ln(1 − f) / ln(1 − h/m)` for a classic layer (its `h`
-//!   positions are distinct), `λ·blocks/b` for a blocked one; summed over layers. An add that
-//!   found its item already (falsely) present sets no bit and is not counted, but the bits look
-//!   as if it had been added: the estimate counts the distinct items *offered*, so it exceeds
-//!   `Number of items inserted` by the items the false positives swallowed, and it exposes a
-//!   filter whose counter and bits disagree. A saturated layer (every bit set) is estimated as
-//!   if one bit were still clear: a lower bound.
+//! # What it reports
+//! * **Fill ratio** of the newest layer (the one that takes new items), and each layer's.
+//! * **False-positive rate** of the chain: each layer's estimate from its fill, by its kind
+//!   (`Layer::fpr_of`), combined over the layers a query probes.
+//! * **Distinct items** the chain's bits account for: each layer's estimate by its kind
+//!   (`Layer::distinct_of`), summed.
 //! * **Max capacity**: the capacity the chain reaches if it grows until the next layer would
 //!   take it past a memory limit, replaying the chain's own growth rule (`chain::next_layer`,
 //!   `Chain::grown_memory`, the layer cap); a non-scaling filter's is its capacity.
+//! * **Warning marks**: the layers a write took past a share of their capacity.
+//!
+//! The formulas, and where each comes from, are in `math`; this module applies them to a
+//! filter.
 
 use crate::bloom::chain::{next_layer, Chain, MAX_LAYERS};
-use crate::bloom::filter::{dispatch, ScalableFilter};
+use crate::bloom::filter::{on_layout, ScalableFilter};
 use crate::bloom::layer::{Layer, LayerPlan, LayerSummary};
-use crate::bloom::sizing::BLOCK_BITS;
+use crate::bloom::math::combine_fprs;
+pub use crate::bloom::math::{
+    blocked_distinct, blocked_fpr, classic_distinct, classic_fpr, fill_ratio, warning_mark,
+};
 
 /// The whole chain's estimated false-positive rate. A blocked layer's estimate costs a
 /// Poisson sum: the ones the layers keep are used; a classic layer's is `f^k`.
@@ -46,7 +33,7 @@ pub fn estimated_fpr(filter: &ScalableFilter) -> f64 {
     fn of<L: Layer>(chain: &Chain<L>) -> f64 {
         combine_fprs(chain.layers().iter().map(L::estimated_fpr))
     }
-    dispatch!(filter, ScalableFilter, c => of(c))
+    on_layout!(filter, ScalableFilter, c => of(c))
 }
 
 /// The distinct items the whole chain's bits account for, rounded.
@@ -54,45 +41,7 @@ pub fn estimated_distinct(filter: &ScalableFilter) -> u64 {
     fn of<L: Layer>(chain: &Chain<L>) -> u64 {
         distinct_items::<L>(&chain.layer_summaries())
     }
-    dispatch!(filter, ScalableFilter, c => of(c))
-}
-
-/// Set bits / bits of a layer.
-pub fn fill_ratio(layer: &LayerSummary) -> f64 {
-    if layer.total_bits == 0 {
-        return 0.0;
-    }
-    layer.set_bits as f64 / layer.total_bits as f64
-}
-
-/// The fill of a layer whose rate is neither 0 (no bit set) nor 1 (every bit), else that rate.
-fn fill_between(layer: &LayerSummary) -> Result<f64, f64> {
-    let f = fill_ratio(layer);
-    if f <= 0.0 || layer.hashes == 0 {
-        return Err(0.0);
-    }
-    if f >= 1.0 {
-        return Err(1.0);
-    }
-    Ok(f)
-}
-
-/// The estimated false-positive rate of a classic layer from its fill (see the module notes).
-pub fn classic_fpr(layer: &LayerSummary) -> f64 {
-    fill_between(layer).map_or_else(|rate| rate, |f| f.powi(layer.hashes as i32))
-}
-
-/// The estimated false-positive rate of a blocked layer from its fill (see the module notes).
-pub fn blocked_fpr(layer: &LayerSummary) -> f64 {
-    let f = match fill_between(layer) {
-        Ok(f) => f,
-        Err(rate) => return rate,
-    };
-    let b = layer.blocks_per_item.max(1);
-    let k = (layer.hashes / b).max(1);
-    let load = block_load(f, k);
-    let per_block = poisson_mix(load, |j| block_positive(k, j));
-    per_block.clamp(0.0, 1.0).powi(b as i32)
+    on_layout!(filter, ScalableFilter, c => of(c))
 }
 
 /// `1 − Π(1 − fpr_i)` over layers of kind `L`.
@@ -100,129 +49,10 @@ pub fn chain_fpr<L: Layer>(layers: &[LayerSummary]) -> f64 {
     combine_fprs(layers.iter().map(L::fpr_of))
 }
 
-/// `1 − Π(1 − p_i)`: the rate of a query that probes layers of rates `p_i`.
-fn combine_fprs(rates: impl Iterator<Item = f64>) -> f64 {
-    // In logs: `1 − Π(1 − p)` directly would round rates under 1e-16 away.
-    let ln_pass: f64 = rates.map(|p| (-p).ln_1p()).sum();
-    (-ln_pass.exp_m1()).clamp(0.0, 1.0)
-}
-
-/// A layer's bits (`m`) and set bits (`X`) for the distinct-item estimates, `None` when
-/// they account for no item. A saturated layer is estimated as if one bit were still clear
-/// (a lower bound).
-fn bits_and_set(layer: &LayerSummary) -> Option<(f64, f64)> {
-    if layer.set_bits == 0 || layer.total_bits == 0 || layer.hashes == 0 {
-        return None;
-    }
-    let set = layer.set_bits.min(layer.total_bits - 1) as f64;
-    Some((layer.total_bits as f64, set))
-}
-
-/// The distinct items a classic layer's bits account for (see the module notes).
-pub fn classic_distinct(layer: &LayerSummary) -> f64 {
-    let Some((m, set)) = bits_and_set(layer) else {
-        return 0.0;
-    };
-    let h = f64::from(layer.hashes);
-    if h >= m {
-        return set;
-    }
-    (-(set / m)).ln_1p() / (-h / m).ln_1p()
-}
-
-/// The distinct items a blocked layer's bits account for (see the module notes).
-pub fn blocked_distinct(layer: &LayerSummary) -> f64 {
-    let Some((m, set)) = bits_and_set(layer) else {
-        return 0.0;
-    };
-    let b = layer.blocks_per_item.max(1);
-    let k = (layer.hashes / b).max(1);
-    let blocks = m / f64::from(BLOCK_BITS);
-    block_load(set / m, k) * blocks / f64::from(b)
-}
-
 /// The distinct items the bits of layers of kind `L` account for, rounded.
 pub fn distinct_items<L: Layer>(layers: &[LayerSummary]) -> u64 {
     let total: f64 = layers.iter().map(L::distinct_of).sum();
     total.round() as u64
-}
-
-/// `q = 1 − 1/B`, the chance one throw misses a given bit of a block.
-fn miss() -> f64 {
-    1.0 - 1.0 / f64::from(BLOCK_BITS)
-}
-
-/// The mean item-slots per block `λ` that gives fill `f` with `k` bits per slot:
-/// `f = 1 − exp(−λ·(1 − q^k))` under Poisson block loads.
-fn block_load(f: f64, k: u32) -> f64 {
-    let per_slot = 1.0 - miss().powi(k as i32);
-    -(-f).ln_1p() / per_slot
-}
-
-/// `E[(S_t/B)^k]` for a block that received `j` item-slots (`t = k·j` uniform throws), to
-/// second order in the spread of its fill.
-fn block_positive(k: u32, j: u64) -> f64 {
-    let t = (f64::from(k) * j as f64) as i32;
-    let bits = f64::from(BLOCK_BITS);
-    let q = miss();
-    let mean = 1.0 - q.powi(t);
-    if mean <= 0.0 {
-        return 0.0;
-    }
-    // Var(S_t) = B(B−1)(1−2/B)^t + B·q^t − B²·q^(2t), for the fill S_t/B divide by B².
-    let var_s = bits * (bits - 1.0) * (1.0 - 2.0 / bits).powi(t) + bits * q.powi(t)
-        - bits * bits * q.powi(2 * t);
-    let var = (var_s / (bits * bits)).max(0.0);
-    let kf = f64::from(k);
-    let pairs = kf * (kf - 1.0) / 2.0;
-    mean.powi(k as i32) + pairs * mean.powi(k as i32 - 2) * var
-}
-
-/// `Σ_j Poisson(j; λ)·g(j)` over a window holding all but a negligible part of the mass.
-fn poisson_mix(load: f64, g: impl Fn(u64) -> f64) -> f64 {
-    if !load.is_finite() || load <= 0.0 {
-        return g(0);
-    }
-    let sd = load.sqrt();
-    let lo = (load - 12.0 * sd - 12.0).max(0.0).floor() as u64;
-    let hi = (load + 12.0 * sd + 30.0).ceil() as u64;
-    let ln_load = load.ln();
-    let mut ln_fact = ln_factorial(lo);
-    let mut sum = 0.0;
-    for j in lo..=hi {
-        if j > lo {
-            ln_fact += (j as f64).ln();
-        }
-        let pmf = (j as f64 * ln_load - load - ln_fact).exp();
-        sum += pmf * g(j);
-    }
-    sum
-}
-
-/// `ln(n!)`: exact summation for small `n`, Stirling's series beyond (error below 1e-12).
-fn ln_factorial(n: u64) -> f64 {
-    if n < 64 {
-        return (2..=n).map(|i| (i as f64).ln()).sum();
-    }
-    let x = n as f64;
-    x * x.ln() - x + 0.5 * (2.0 * std::f64::consts::PI * x).ln() + 1.0 / (12.0 * x)
-        - 1.0 / (360.0 * x * x * x)
-}
-
-/// The item count at which a layer of `capacity` items reaches `percent`% of its capacity:
-/// `ceil(capacity · percent / 100)`, at least 1.
-#[inline]
-pub fn warning_mark(capacity: u64, percent: u32) -> u64 {
-    // In u64 when the product fits (every real capacity): a u128 division is a call into the
-    // compiler's runtime on every add, a constant u64 one a multiply.
-    let mark = match capacity.checked_mul(u64::from(percent)) {
-        Some(product) => product.div_ceil(100),
-        None => {
-            let mark = (u128::from(capacity) * u128::from(percent)).div_ceil(100);
-            u64::try_from(mark).unwrap_or(u64::MAX)
-        }
-    };
-    mark.max(1)
 }
 
 /// Whether the newest layer is at or past `percent`% of its capacity (`percent` 0: never).
@@ -254,7 +84,7 @@ pub struct Load {
 impl Load {
     #[inline]
     pub fn of(filter: &ScalableFilter) -> Self {
-        dispatch!(filter, ScalableFilter, c => chain_load(c))
+        on_layout!(filter, ScalableFilter, c => chain_load(c))
     }
 
     /// Whether the newest layer is at or past `percent`% of its capacity (`percent` 0:
@@ -377,7 +207,7 @@ pub fn crossings(before: LoadMark, filter: &ScalableFilter, percent: u32) -> Vec
 /// 64 steps (the capacity overflows, or with expansion 1 the rate reaches the sizing floor and
 /// the rest is counted at once), each constant time, whatever rate the filter was made with.
 pub fn max_capacity(filter: &ScalableFilter, max_bytes: u64) -> u64 {
-    dispatch!(filter, ScalableFilter, c => chain_max_capacity(c, max_bytes))
+    on_layout!(filter, ScalableFilter, c => chain_max_capacity(c, max_bytes))
 }
 
 fn chain_max_capacity<L: Layer>(chain: &Chain<L>, max_bytes: u64) -> u64 {

@@ -6,14 +6,13 @@
 //! only its sizing (`Layer::plan`). Blocked layers (`blocked`) and RedisBloom's classic ones
 //! (`classic`) are the two kinds; a new kind implements this trait and `codec::LayerCodec`,
 //! and gets a variant in `filter::ScalableFilter` and in the codec's `Header` and loader, and
-//! a line in each arm of `filter::dispatch!`.
+//! a line in each arm of `filter::on_layout!`.
 
 use std::fmt::Debug;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-use crate::bloom::filter::{FilterSpec, Layout};
-use crate::bloom::sizing::SizingError;
+use crate::bloom::spec::{FilterSpec, Layout, SizingError};
 use crate::error::FilterError;
 
 /// One layer's figures, whatever its kind.
@@ -165,10 +164,10 @@ pub trait Layer: Sized + Clone + PartialEq + Debug {
     /// Its figures.
     fn summary(&self) -> LayerSummary;
     /// The false-positive rate a layer of this kind with these figures has, estimated from
-    /// its fill (`health`).
+    /// its fill (`math`).
     fn fpr_of(summary: &LayerSummary) -> f64;
     /// The distinct items the bits of a layer of this kind with these figures account for
-    /// (`health`).
+    /// (`math`).
     fn distinct_of(summary: &LayerSummary) -> f64;
     /// This layer's estimated false-positive rate.
     fn estimated_fpr(&self) -> f64 {
@@ -194,4 +193,54 @@ pub trait Layer: Sized + Clone + PartialEq + Debug {
     fn relocate(&mut self, to: &mut dyn crate::relocate::Relocator);
     /// A deep copy, reporting allocation failure instead of aborting.
     fn try_clone(&self) -> Result<Self, FilterError>;
+}
+
+/// C's `printf("%g", x)`: six significant digits, trailing zeros removed, exponent form when
+/// the exponent is below -4 or at least 6.
+pub fn format_g(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let sci = format!("{x:.5e}");
+    let (mantissa, exp) = sci.split_once('e').expect("scientific notation");
+    let exp: i32 = exp.parse().expect("integer exponent");
+    let strip = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{}{:02}", strip(mantissa), sign, exp.abs())
+    } else {
+        let decimals = (5 - exp).max(0) as usize;
+        strip(&format!("{x:.decimals$}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_g_matches_c() {
+        for (x, want) in [
+            (0.01, "0.01"),
+            (0.005, "0.005"),
+            (0.0003125, "0.0003125"),
+            (0.000625, "0.000625"),
+            (0.0001, "0.0001"),
+            (0.00003125, "3.125e-05"),
+            (1.0 / 3.0, "0.333333"),
+            (0.25, "0.25"),
+            (1e-9, "1e-09"),
+            (0.00000762939453125, "7.62939e-06"),
+            (123456.0, "123456"),
+            (1234567.0, "1.23457e+06"),
+        ] {
+            assert_eq!(format_g(x), want, "{x}");
+        }
+    }
 }

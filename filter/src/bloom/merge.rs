@@ -66,6 +66,9 @@ pub(crate) trait MergeLayer: LayerCodec {
     fn items_of(meta: &Self::Meta) -> u64;
     /// Sets the layer's item count.
     fn set_items(&mut self, items: u64);
+    /// ORs the bits of a layer of the same plan in, at a cost that follows the pages of
+    /// `other` that were written, not its size.
+    fn or_layer(&mut self, other: &Self);
     /// The largest item count a layer of this plan may have and still load.
     fn max_items(meta: &Self::Meta) -> u64;
 }
@@ -89,6 +92,10 @@ impl MergeLayer for BlockedLayer {
 
     fn set_items(&mut self, items: u64) {
         BlockedLayer::set_items(self, items)
+    }
+
+    fn or_layer(&mut self, other: &Self) {
+        BlockedLayer::or_layer(self, other)
     }
 
     /// layerbloom's header refuses a count over the capacity, at every strictness.
@@ -118,6 +125,10 @@ impl MergeLayer for ClassicLayer {
 
     fn set_items(&mut self, items: u64) {
         ClassicLayer::set_items(self, items)
+    }
+
+    fn or_layer(&mut self, other: &Self) {
+        ClassicLayer::or_layer(self, other)
     }
 
     /// Neither RedisBloom's loaders nor ours bound a link's count by its capacity, so the
@@ -464,7 +475,7 @@ fn union<L: MergeLayer>(sources: &[&Chain<L>], max_bytes: u64) -> Result<Chain<L
             let Some(part) = source.layers().get(index) else {
                 continue;
             };
-            layer.or_bytes(0, part.as_bytes());
+            layer.or_layer(part);
             let items = L::items_of(part.meta());
             if items > most || sum == 0 {
                 most = items;

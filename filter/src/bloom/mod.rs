@@ -14,5 +14,7 @@ pub mod codec;
 pub mod filter;
 pub mod health;
 pub mod layer;
+pub mod math;
 pub mod merge;
 pub mod sizing;
+pub mod spec;

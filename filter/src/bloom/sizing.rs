@@ -33,10 +33,12 @@
 
 use std::sync::OnceLock;
 
-/// Bits in one block: one 64-byte cache line.
-pub const BLOCK_BITS: u32 = 512;
+pub use crate::bloom::math::{classic_bits_per_item, BLOCK_BITS};
+pub use crate::bloom::spec::SizingError;
+
 /// Bytes in one block.
 pub const BLOCK_BYTES: u64 = 64;
+const _: () = assert!(BLOCK_BYTES * 8 == BLOCK_BITS as u64);
 /// Most blocks one item may touch. Rates down to 1e-6 need at most three (three cache misses per
 /// layer); four keep memory within 5% of the classic optimum from 1e-7 to 1e-9.
 pub const MAX_BLOCKS_PER_ITEM: u32 = 4;
@@ -91,26 +93,9 @@ static SHAPES: [(u32, u32, u64); GRID_POINTS as usize] = include!("shapes.in");
 /// Largest number of throws into one block for which the occupancy moments are tabulated.
 const MAX_THROWS: usize = 2048;
 
-/// Why a geometry could not be planned.
-#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
-pub enum SizingError {
-    #[error("error rate must be in the open interval (0, 1)")]
-    BadErrorRate,
-    #[error("capacity must be at least 1")]
-    BadCapacity,
-    #[error("the layer would have more blocks than can be addressed")]
-    TooLarge,
-    /// A windowed filter's slice count is outside `1..=window::MAX_SLICES`.
-    #[error("the number of slices must be between 1 and 64")]
-    BadSlices,
-    /// A windowed filter's window is shorter than one millisecond per slice.
-    #[error("the window must be at least one millisecond per slice")]
-    BadWindow,
-}
-
 /// The per-item shape of a blocked layer for one error rate, independent of capacity.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Shape {
+pub struct BlockedShape {
     /// Blocks each item touches (`b`).
     pub blocks_per_item: u32,
     /// Bits set per block by each item (`k`).
@@ -119,7 +104,7 @@ pub struct Shape {
     pub max_load: f64,
 }
 
-impl Shape {
+impl BlockedShape {
     /// Bits of memory per item at capacity.
     pub fn bits_per_item(&self) -> f64 {
         f64::from(BLOCK_BITS) * f64::from(self.blocks_per_item) / self.max_load
@@ -157,11 +142,6 @@ pub fn max_blocks() -> u64 {
     (isize::MAX as u64) / BLOCK_BYTES
 }
 
-/// The classic Bloom filter's optimal bits per item for an error rate: `-ln(p) / ln(2)^2`.
-pub fn classic_bits_per_item(error: f64) -> f64 {
-    -error.ln() / (std::f64::consts::LN_2 * std::f64::consts::LN_2)
-}
-
 /// Plans a layer that holds `capacity` items at or under `error`.
 pub fn plan_layer(capacity: u64, error: f64) -> Result<Geometry, SizingError> {
     if capacity == 0 {
@@ -183,14 +163,14 @@ pub fn plan_layer(capacity: u64, error: f64) -> Result<Geometry, SizingError> {
 
 /// The shape for an error rate: that of the largest grid rate at or under it, from the table
 /// (see `GRID_PER_OCTAVE`). Constant time.
-pub fn shape_for(error: f64) -> Result<Shape, SizingError> {
+pub fn shape_for(error: f64) -> Result<BlockedShape, SizingError> {
     if !(error > 0.0 && error < 1.0) {
         return Err(SizingError::BadErrorRate);
     }
     // Every rate under the floor is sized alike.
     let i = grid_index(error.max(MIN_SIZING_ERROR));
     let (blocks_per_item, hashes_per_block, load) = SHAPES[i as usize - 1];
-    Ok(Shape {
+    Ok(BlockedShape {
         blocks_per_item,
         hashes_per_block,
         max_load: f64::from_bits(load),
@@ -204,7 +184,7 @@ pub(crate) fn table_shapes() -> impl Iterator<Item = (u32, u32)> {
 }
 
 /// Solves the shape of a grid rate (what `shapes.in` holds); milliseconds.
-pub fn solve_grid_shape(error: f64) -> Result<Shape, SizingError> {
+pub fn solve_grid_shape(error: f64) -> Result<BlockedShape, SizingError> {
     if !(error > 0.0 && error < 1.0) {
         return Err(SizingError::BadErrorRate);
     }
@@ -217,19 +197,19 @@ pub fn solve_grid_shape(error: f64) -> Result<Shape, SizingError> {
 #[cfg(test)]
 pub(crate) static SOLVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-fn compute_shape(error: f64) -> Shape {
+fn compute_shape(error: f64) -> BlockedShape {
     #[cfg(test)]
     SOLVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let error = error.max(MIN_SIZING_ERROR);
     let target = error * SIZING_MARGIN;
     let classic_k = -target.log2();
-    let mut best_per_b: Vec<Shape> = Vec::new();
+    let mut best_per_b: Vec<BlockedShape> = Vec::new();
     for b in 1..=MAX_BLOCKS_PER_ITEM {
         let k_center = classic_k / f64::from(b);
         let k_hi = ((k_center.ceil() as i64 + 2) as u32).min(MAX_HASHES_PER_BLOCK);
         let k_lo = ((k_center.floor() as i64 - 2).max(1) as u32).min(k_hi);
         let best = (k_lo..=k_hi)
-            .map(|k| Shape {
+            .map(|k| BlockedShape {
                 blocks_per_item: b,
                 hashes_per_block: k,
                 max_load: max_load(target, b, k),
@@ -240,7 +220,7 @@ fn compute_shape(error: f64) -> Shape {
     }
     let least = best_per_b
         .iter()
-        .map(Shape::bits_per_item)
+        .map(BlockedShape::bits_per_item)
         .fold(f64::INFINITY, f64::min);
     let budget = (classic_bits_per_item(error) * MEMORY_SLACK).max(least * NEAR_LEAST);
     *best_per_b

@@ -24,8 +24,10 @@
 //! The windows must agree (`WindowedFilter::mismatch`), and so must the slices that meet in one
 //! slice of the union (`ScalableFilter::mismatch`: a filter loaded from another writer may have
 //! layers its spec would not grow). The memory limit is checked once, over the sum of the
-//! slices' `ScalableFilter::union_bytes`, before any slice is built.
+//! slices' `ScalableFilter::union_bytes`, before any slice is built, and so is the layer cap:
+//! the union's slices together hold at most `MAX_LAYERS` layers, as any window does.
 
+use crate::bloom::chain::MAX_LAYERS;
 use crate::bloom::filter::ScalableFilter;
 use crate::bloom::merge::{Incompatible, MergeError, Mismatch};
 use crate::error::FilterError;
@@ -148,6 +150,15 @@ fn plan<'a>(sources: &[&'a WindowedFilter], now_ms: Option<u64>) -> Result<Plan<
                 return Err(incompatible(part.source, mismatch));
             }
         }
+    }
+    // Each slice of the union has the layers of its longest part: over all slices, at most
+    // what one filter may have, as a window's growth and a client's header are held.
+    let layers: usize = plan
+        .groups()
+        .map(|g| g.iter().map(|p| p.filter.layer_count()).max().unwrap_or(0))
+        .sum();
+    if layers > MAX_LAYERS {
+        return Err(FilterError::TooManyLayers { limit: MAX_LAYERS }.into());
     }
     Ok(plan)
 }
@@ -506,6 +517,40 @@ mod tests {
                 )
             );
         }
+    }
+
+    /// Issue 23, items 2 and 5: two windows each within the cap, whose long slices lie in
+    /// different slices of the union, would make a union of more layers than one filter may
+    /// have: refused with the cap's error before anything is built.
+    #[test]
+    fn a_union_holds_at_most_the_layers_of_one_filter_over_its_slices() {
+        use crate::window::tests::item;
+        // 64 slices of capacity 1, EXPANSION 1: every new item is a new layer.
+        let spec = wspec(64_000, 64, 1, 1);
+        let grown = |slice: u64, layers: usize, tag: u64| {
+            let mut f = WindowedFilter::new(spec, T0, NO_LIMIT).unwrap();
+            f.advance_to(slice);
+            let mut i = 0;
+            while f.layer_count() < layers {
+                f.add(&item(tag << 32 | i), NO_LIMIT).unwrap();
+                i += 1;
+            }
+            f
+        };
+        let (a, b) = (grown(1, 600, 1), grown(2, 600, 2));
+        let too_many = MergeError::Filter(FilterError::TooManyLayers { limit: MAX_LAYERS });
+        assert_eq!(
+            WindowedFilter::union(&[&a, &b], None, NO_LIMIT),
+            Err(too_many.clone())
+        );
+        assert_eq!(WindowedFilter::union_bytes(&[&b, &a], None), Err(too_many));
+        // Meeting in one slice, the union takes the longest part's layers: within the cap.
+        let c = grown(2, 400, 3);
+        let union = WindowedFilter::union(&[&a, &c], None, NO_LIMIT).unwrap();
+        assert_eq!(union.layer_count(), 1000);
+        let d = grown(2, 424, 4);
+        let union = WindowedFilter::union(&[&d, &c, &a], None, NO_LIMIT).unwrap();
+        assert_eq!(union.layer_count(), MAX_LAYERS);
     }
 
     #[test]

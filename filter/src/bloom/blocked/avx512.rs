@@ -51,18 +51,18 @@ impl Avx512 {
 impl BlockedLayer {
     /// `insert_new_shaped` with the blocks' bits in 512-bit registers.
     #[inline(always)]
-    pub(super) fn insert_new_wide<const B: u32, const K: u32>(
+    pub(super) fn insert_new_avx512<const B: u32, const K: u32>(
         &mut self,
         hash: &ItemHash,
         _: Avx512,
     ) -> u32 {
         // SAFETY: an `Avx512` exists only where the CPU has both features.
-        unsafe { self.insert_new_avx512::<B, K>(hash) }
+        unsafe { self.insert_new_avx512_unchecked::<B, K>(hash) }
     }
 
     #[target_feature(enable = "avx512f,avx512vpopcntdq")]
     #[inline(never)]
-    fn insert_new_avx512<const B: u32, const K: u32>(&mut self, hash: &ItemHash) -> u32 {
+    fn insert_new_avx512_unchecked<const B: u32, const K: u32>(&mut self, hash: &ItemHash) -> u32 {
         let stream = Stream::of(hash.hi, B * K);
         let blocks = self.meta.geometry.blocks;
         let first = block_index(hash, 0, blocks);
