@@ -42,36 +42,69 @@ pub(crate) fn open_subs(full: impl Iterator<Item = bool>) -> Vec<usize> {
     open
 }
 
-/// Evictions (swaps of the walk, not counting their undo) one adding command may spend over
-/// all its items. Counted in swaps, not time, for the same reason as `COMPACT_BUDGET`: the
-/// primary, its replicas and an AOF replay stop at the same item. It covers 16 walks of the
-/// longest `max_iterations` (65535), so a single add never meets it, nor a batch whose items
-/// × `max_iterations` fit in it (100 items at the default 20 need at most 2000); without it a
-/// CF.INSERT of many items into a nearly full filter walks up to 65535 swaps per item over
-/// buckets of up to 255 slots, minutes in all. 2^20 swaps and their undo over 255-slot
-/// buckets take about 0.1 s.
-pub const KICK_BUDGET: u64 = 1 << 20;
+/// Work one adding command may spend on eviction walks, over all its items, in compaction's
+/// units (`probe_cost`): each swap of a walk moves the evicted fingerprint into the next
+/// bucket, a probe of its slots; a walk that fails is undone swap by swap, as many probes
+/// again. Counted in work, not time, for the same reason as `COMPACT_BUDGET`: the primary,
+/// its replicas and an AOF replay stop at the same item. Counted in swaps alone (2^20 of
+/// them) a batch over 255-slot buckets took 0.2-0.3 s, and one walk of 65535 swaps 16 ms.
+/// 2^24 units pay a whole walk of 65535 swaps and its undo at any bucket size up to 64, so
+/// such filters walk exactly as RedisBloom's; a walk over larger buckets is cut to what the
+/// budget pays (`walk_limit`), a few milliseconds.
+pub const WALK_BUDGET: u64 = 1 << 24;
+
+/// The longest eviction walk of a filter: `max_iterations` swaps, or fewer where a walk of
+/// that many and its undo would cost more than `WALK_BUDGET` (bucket sizes over 64 at the
+/// highest `max_iterations`: at 255 slots, 26,296 swaps). A walk cut there fails, and is
+/// undone, as one that reached `max_iterations`. The same on every server, so replicas and
+/// the AOF place every item where the primary did.
+pub fn walk_limit(max_iterations: u16, bucket_size: u8) -> u64 {
+    u64::from(max_iterations).min(WALK_BUDGET / (2 * probe_cost(u64::from(bucket_size))))
+}
 
 /// The eviction budget's rule, the same for both layouts (`kick_within` of each): no walk
 /// where the newest sub-filter has no `room` (an empty slot); `KickBudget`, before any swap,
-/// where `kicks` could not pay a walk of `max_iterations` swaps; else the `walk` (`Some(swaps)`
-/// when it placed the item, `None` after `max_iterations` swaps undone), paid from `kicks`.
+/// where `budget` could not pay a failed walk of `limit` swaps (`walk_limit`) and its undo;
+/// else the `walk` (`Some(swaps)` when it placed the item, `None` after `limit` swaps undone),
+/// paid from `budget`: a probe of `bucket_size` slots a swap, twice for a failed walk.
 pub(super) fn walk_within(
     room: bool,
-    max_iterations: u16,
-    kicks: &mut u64,
+    limit: u64,
+    bucket_size: u64,
+    budget: &mut u64,
     walk: impl FnOnce() -> Option<u64>,
 ) -> Result<bool, CuckooError> {
     if !room {
         return Ok(false);
     }
-    let max = u64::from(max_iterations);
-    if *kicks < max {
+    let probe = probe_cost(bucket_size);
+    let worst = 2 * limit * probe;
+    if *budget < worst {
         return Err(CuckooError::KickBudget);
     }
     let swaps = walk();
-    *kicks -= swaps.unwrap_or(max);
+    *budget -= swaps.map_or(worst, |n| n * probe);
     Ok(swaps.is_some())
+}
+
+/// The first empty (zero) slot of a bucket: eight slots a step, so that an eviction walk
+/// over 255-slot buckets, which probes one bucket a swap, is not a byte-at-a-time scan.
+#[inline]
+pub(crate) fn first_empty(bucket: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    let mut words = bucket.chunks_exact(8);
+    for (k, word) in (&mut words).enumerate() {
+        let w = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+        // The lowest set bit marks the first zero byte (bits above it may be false).
+        let zero = w.wrapping_sub(ONES) & !w & HIGHS;
+        if zero != 0 {
+            return Some(k * 8 + zero.trailing_zeros() as usize / 8);
+        }
+    }
+    let rest = words.remainder();
+    let done = bucket.len() - rest.len();
+    rest.iter().position(|&s| s == 0).map(|i| done + i)
 }
 
 /// An item's fingerprint and its two candidate bucket hashes. A sub-filter of `n` buckets
@@ -238,7 +271,7 @@ impl SubFilter {
     #[inline]
     fn put(&mut self, b: u64, bs: usize, fp: u8) -> bool {
         let bucket = self.bucket_mut(b, bs);
-        match bucket.iter().position(|&s| s == 0) {
+        match first_empty(bucket) {
             Some(i) => {
                 bucket[i] = fp;
                 self.occupied += 1;
@@ -595,7 +628,7 @@ impl CuckooFilter {
         self.insert_hash(
             &CuckooHash::of(item),
             limits.max_bytes,
-            &mut KICK_BUDGET.clone(),
+            &mut WALK_BUDGET.clone(),
         )
     }
 
@@ -606,11 +639,11 @@ impl CuckooFilter {
         if self.contains_hash(&h) {
             return Ok(false);
         }
-        self.insert_hash(&h, limits.max_bytes, &mut KICK_BUDGET.clone())
+        self.insert_hash(&h, limits.max_bytes, &mut WALK_BUDGET.clone())
             .map(|()| true)
     }
 
-    /// `CF.INSERT` (`nx` false) and `CF.INSERTNX` (`nx` true) within a fresh `KICK_BUDGET`:
+    /// `CF.INSERT` (`nx` false) and `CF.INSERTNX` (`nx` true) within a fresh `WALK_BUDGET`:
     /// `insert_many_within`.
     pub fn insert_many(
         &mut self,
@@ -618,15 +651,16 @@ impl CuckooFilter {
         nx: bool,
         limits: &Limits,
     ) -> Result<Vec<Result<bool, CuckooError>>, CuckooError> {
-        self.insert_many_within(items, nx, limits, &mut KICK_BUDGET.clone())
+        self.insert_many_within(items, nx, limits, &mut WALK_BUDGET.clone())
     }
 
     /// `CF.INSERT` / `CF.INSERTNX`: the expansion limit is checked once, before any item
     /// (`Err`); then one result per item, as if added one by one: `Ok(true)` added,
     /// `Ok(false)` present (NX only), `Err(Full)` did not fit (the next items are still
     /// tried). Any other error stops the batch: the results end there. `kicks` is what is
-    /// left of the command's eviction budget, spent by each walk; an item whose walk could
-    /// need more than is left is refused with `Err(KickBudget)` before it walks.
+    /// left of the command's eviction budget (`WALK_BUDGET`, in units of work), spent by each
+    /// walk; an item whose walk could need more than is left is refused with
+    /// `Err(KickBudget)` before it walks.
     pub fn insert_many_within(
         &mut self,
         items: &[&[u8]],
@@ -669,11 +703,14 @@ impl CuckooFilter {
         max_bytes: u64,
         kicks: &mut u64,
     ) -> Result<(), CuckooError> {
+        let budget = *kicks;
         if !self.place(h) && !self.kick_within(h, kicks)? {
             if self.params.expansion == 0 {
                 return Err(CuckooError::Full);
             }
-            self.grow(max_bytes)?;
+            // A growth refused leaves the item unprocessed (the batch stops at it, to be
+            // resumed under other limits): its undone walk is not paid for.
+            self.grow(max_bytes).inspect_err(|_| *kicks = budget)?;
             let placed = self.place(h);
             debug_assert!(placed, "a new sub-filter is empty");
         }
@@ -694,25 +731,26 @@ impl CuckooFilter {
 
     /// `kick`, skipped when the newest sub-filter has no empty slot: swaps keep the count of
     /// fingerprints, so every walk there ends undone and changes nothing, after up to
-    /// `max_iterations` swaps over buckets of up to 255 slots (milliseconds per item).
-    /// Refused with `KickBudget`, before any swap, when `kicks` could not pay a walk of
-    /// `max_iterations` swaps: a walk cut short would fail (or grow the filter) where
-    /// RedisBloom's succeeds. The swaps made are taken from `kicks`.
+    /// `walk_limit` swaps over buckets of up to 255 slots (milliseconds per item). Refused
+    /// with `KickBudget`, before any swap, when `kicks` could not pay a failed walk of
+    /// `walk_limit` swaps: a walk cut short by the command's budget would fail (or grow the
+    /// filter) where one item alone succeeds. Its work is taken from `kicks` (`walk_within`).
     fn kick_within(&mut self, h: &CuckooHash, kicks: &mut u64) -> Result<bool, CuckooError> {
         let room = self.subs.last().is_some_and(|s| !s.is_full());
-        let max = self.params.max_iterations;
-        walk_within(room, max, kicks, || self.kick(h))
+        let limit = walk_limit(self.params.max_iterations, self.params.bucket_size);
+        let bs = u64::from(self.params.bucket_size);
+        walk_within(room, limit, bs, kicks, || self.kick(h, limit))
     }
 
     /// The eviction walk in the newest sub-filter, from bucket `h1`: swap the fingerprint in
     /// hand with the victim slot (0, 1, ... cycling), carry the evicted one to its other
     /// bucket, stop at the first empty slot. Deterministic: it depends only on the item and
-    /// the filter. When it fails after `max_iterations` swaps (`None`), the swaps are undone
+    /// the filter. When it fails after `limit` swaps (`None`), the swaps are undone
     /// in reverse, which needs no log: with a power-of-two bucket count, a fingerprint's
     /// previous bucket is its current one XOR its offset. `Some(swaps)` when it placed it.
-    fn kick(&mut self, h: &CuckooHash) -> Option<u64> {
+    fn kick(&mut self, h: &CuckooHash, limit: u64) -> Option<u64> {
         let bs = self.bs();
-        let max = usize::from(self.params.max_iterations);
+        let max = limit as usize;
         let s = self.subs.last_mut()?;
         let mask = s.mask();
         let mut b = h.h1 & mask;

@@ -34,8 +34,10 @@
 //! full instead. Sub-filter `i` has `buckets × expansion^i` buckets. An adding command is
 //! refused before any item once the filter has `max_expansions` (RedisBloom: 32)
 //! sub-filters; one `CF.INSERT` may still grow past it, up to [`params::MAX_SUB_FILTERS`].
-//! The walks of one batch share [`KICK_BUDGET`] evictions: an item whose walk could need more
-//! than is left is refused before it walks ([`CuckooError::KickBudget`]) and ends the batch.
+//! A walk is cut to what [`WALK_BUDGET`] pays ([`walk_limit`]: only over buckets of more
+//! than 64 slots), and the walks of one batch share that budget, counted in work (bucket
+//! probes of their slots), as compaction's: an item whose walk could need more than is left
+//! is refused before it walks ([`CuckooError::KickBudget`]) and ends the batch.
 //!
 //! # Deletes
 //! A delete removes one slot equal to the fingerprint from the item's buckets, newest
@@ -50,7 +52,9 @@
 //! - Persisted data is validated and refused with an error where RedisBloom asserts,
 //!   divides by zero or truncates ([`codec`]); `CF.LOADCHUNK` never overwrites a fingerprint.
 //! - Sub-filters are capped at [`params::MAX_SUB_FILTERS`]; counters saturate.
-//! - A batch stops at its eviction budget ([`KICK_BUDGET`]); RedisBloom walks every item.
+//! - A batch stops at its eviction budget ([`WALK_BUDGET`]); RedisBloom walks every item.
+//! - A walk over buckets of more than 64 slots stops at [`walk_limit`] swaps where
+//!   `max_iterations` is higher (26,296 at 255 slots); RedisBloom walks `max_iterations`.
 //! - Items of RedisBloom's oldest encodings (1.x / 2.0, encoding versions 0..3) that were
 //!   placed with its former 32-bit hash are looked up with the 64-bit scheme, as RedisBloom
 //!   2.2+ does: the data cannot tell which hash placed it, and the recorded answers of
@@ -77,7 +81,9 @@ pub mod wide;
 pub mod wide_codec;
 
 pub use any::{AnyFilter, HeaderError};
-pub use filter::{CuckooFilter, CuckooHash, Info, Limits, SubFilter, ALT_MULTIPLIER, KICK_BUDGET};
+pub use filter::{
+    walk_limit, CuckooFilter, CuckooHash, Info, Limits, SubFilter, ALT_MULTIPLIER, WALK_BUDGET,
+};
 pub use params::{ParamError, Params};
 pub use wide::{WideFilter, WideSub};
 
@@ -92,7 +98,7 @@ pub enum CuckooError {
     /// The filter has reached the sub-filter count at which adding commands are refused.
     #[error("Maximum expansions reached")]
     MaxExpansions,
-    /// The adding command spent its eviction budget (`KICK_BUDGET`) before this item's walk:
+    /// The adding command spent its eviction budget (`WALK_BUDGET`) before this item's walk:
     /// this item and the ones after it are not tried.
     #[error("the command's eviction budget is spent")]
     KickBudget,

@@ -36,7 +36,9 @@
 //! Sub-filter `i` has the width [`Widths::of`] gives: the first two were sized at creation
 //! ([`rate::widths_for`]) and persisted, every later one a bit wider (to 32).
 
-use super::filter::{open_subs, probe_cost, walk_within, BATCH, COMPACT_BUDGET, KICK_BUDGET};
+use super::filter::{
+    open_subs, probe_cost, walk_limit, walk_within, BATCH, COMPACT_BUDGET, WALK_BUDGET,
+};
 use super::params::{Params, MAX_SUB_FILTERS};
 use super::rate::{self, Widths};
 use super::{CuckooError, ALT_MULTIPLIER};
@@ -647,7 +649,7 @@ impl WideFilter {
     pub fn add(&mut self, item: &[u8], limits: &super::Limits) -> Result<(), CuckooError> {
         self.check_expansions(limits)?;
         let h = self.hash(item);
-        self.insert_hash(&h, limits.max_bytes, &mut KICK_BUDGET.clone())
+        self.insert_hash(&h, limits.max_bytes, &mut WALK_BUDGET.clone())
     }
 
     pub fn add_nx(&mut self, item: &[u8], limits: &super::Limits) -> Result<bool, CuckooError> {
@@ -656,7 +658,7 @@ impl WideFilter {
         if self.contains_hash(&h) {
             return Ok(false);
         }
-        self.insert_hash(&h, limits.max_bytes, &mut KICK_BUDGET.clone())
+        self.insert_hash(&h, limits.max_bytes, &mut WALK_BUDGET.clone())
             .map(|()| true)
     }
 
@@ -667,7 +669,7 @@ impl WideFilter {
         nx: bool,
         limits: &super::Limits,
     ) -> Result<Vec<Result<bool, CuckooError>>, CuckooError> {
-        self.insert_many_within(items, nx, limits, &mut KICK_BUDGET.clone())
+        self.insert_many_within(items, nx, limits, &mut WALK_BUDGET.clone())
     }
 
     /// `CuckooFilter::insert_many_within`'s contract.
@@ -708,11 +710,14 @@ impl WideFilter {
         max_bytes: u64,
         kicks: &mut u64,
     ) -> Result<(), CuckooError> {
+        let budget = *kicks;
         if !self.place(h) && !self.kick_within(h, kicks)? {
             if self.params.expansion == 0 {
                 return Err(CuckooError::Full);
             }
-            self.grow(max_bytes)?;
+            // A growth refused leaves the item unprocessed (the batch stops at it, to be
+            // resumed under other limits): its undone walk is not paid for.
+            self.grow(max_bytes).inspect_err(|_| *kicks = budget)?;
             let placed = self.place(h);
             debug_assert!(placed, "a new sub-filter is empty");
         }
@@ -731,15 +736,16 @@ impl WideFilter {
     /// `kick` under the eviction budget's rule (`walk_within`), as `CuckooFilter::kick_within`.
     fn kick_within(&mut self, h: &WideHash, kicks: &mut u64) -> Result<bool, CuckooError> {
         let room = self.subs.last().is_some_and(|s| !s.is_full());
-        let max = self.params.max_iterations;
-        walk_within(room, max, kicks, || self.kick(h))
+        let limit = walk_limit(self.params.max_iterations, self.params.bucket_size);
+        let bs = u64::from(self.params.bucket_size);
+        walk_within(room, limit, bs, kicks, || self.kick(h, limit))
     }
 
     /// RedisBloom's eviction walk (see `CuckooFilter::kick`) in the newest sub-filter: the
     /// evicted fingerprint's other bucket is its bucket XOR the offset of its first-width
     /// prefix, so the walk back needs no log either. `Some(swaps)` when it placed it.
-    fn kick(&mut self, h: &WideHash) -> Option<u64> {
-        let max = u64::from(self.params.max_iterations);
+    fn kick(&mut self, h: &WideHash, limit: u64) -> Option<u64> {
+        let max = limit;
         let first = self.widths.first;
         let s = self.subs.last_mut()?;
         let bs = u64::from(s.bucket_size);
