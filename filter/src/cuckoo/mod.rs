@@ -77,6 +77,7 @@ mod filter;
 pub mod health;
 pub mod params;
 pub mod rate;
+mod slots;
 pub mod wide;
 pub mod wide_codec;
 

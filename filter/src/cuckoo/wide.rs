@@ -36,11 +36,10 @@
 //! Sub-filter `i` has the width [`Widths::of`] gives: the first two were sized at creation
 //! ([`rate::widths_for`]) and persisted, every later one a bit wider (to 32).
 
-use super::filter::{
-    open_subs, probe_cost, walk_limit, walk_within, BATCH, COMPACT_BUDGET, WALK_BUDGET,
-};
+use super::filter::{BATCH, COMPACT_BUDGET, WALK_BUDGET};
 use super::params::{Params, MAX_SUB_FILTERS};
 use super::rate::{self, Widths};
+use super::slots::{self, Batch, Chain, Slots, Tally};
 use super::{CuckooError, ALT_MULTIPLIER};
 use crate::error::FilterError;
 use crate::fallible::{try_push, try_vec};
@@ -339,27 +338,6 @@ impl WideSub {
     }
 
     #[inline]
-    fn put(&mut self, b: u64, fp: u32) -> bool {
-        match self.find(b, 0) {
-            Some(s) => {
-                self.set(self.slot(b, s), fp);
-                self.occupied += 1;
-                if self.huge.due(self.occupied) {
-                    self.huge.step(&self.bytes, self.occupied);
-                }
-                true
-            }
-            None => false,
-        }
-    }
-
-    #[inline]
-    fn clear(&mut self, b: u64, s: u64) {
-        self.set(self.slot(b, s), 0);
-        self.occupied -= 1;
-    }
-
-    #[inline]
     fn holds(&self, h: &WideHash) -> bool {
         let fp = fingerprint(h.tag, self.bits);
         let m = self.mask();
@@ -385,6 +363,85 @@ impl WideSub {
         self.bytes[at as usize..at as usize + data.len()].copy_from_slice(data);
         let now = (first..first + count).filter(|&i| self.get(i) != 0).count() as u64;
         self.occupied = self.occupied - was + now;
+    }
+}
+
+impl Slots for WideSub {
+    type Fp = u32;
+    type Hash = WideHash;
+    /// The first sub-filter's width, whose fingerprints place the alternate bucket.
+    type Ctx = u8;
+    const EMPTY: u32 = 0;
+
+    #[inline]
+    fn buckets(&self) -> u64 {
+        self.buckets
+    }
+
+    #[inline]
+    fn occupied(&self) -> u64 {
+        self.occupied
+    }
+
+    #[inline]
+    fn is_full(&self) -> bool {
+        WideSub::is_full(self)
+    }
+
+    #[inline]
+    fn fp(&self, h: &WideHash) -> u32 {
+        fingerprint(h.tag, self.bits)
+    }
+
+    #[inline]
+    fn hashes(h: &WideHash) -> (u64, u64) {
+        (h.h1, h.h2)
+    }
+
+    #[inline]
+    fn alt(&self, first: u8, b: u64, fp: u32) -> u64 {
+        b ^ alt_offset(narrow(fp, self.bits, first))
+    }
+
+    #[inline]
+    fn cut_for(&self, fp: u32, older: &Self) -> u32 {
+        narrow(fp, self.bits, older.bits)
+    }
+
+    #[inline]
+    fn slot_at(&self, _: u64, b: u64, slot: u64) -> u32 {
+        self.get(self.slot(b, slot))
+    }
+
+    #[inline]
+    fn replace_at(&mut self, _: u64, b: u64, slot: u64, fp: u32) -> u32 {
+        self.set(self.slot(b, slot), fp)
+    }
+
+    #[inline]
+    fn find_in(&self, _: u64, b: u64, fp: u32) -> Option<u64> {
+        self.find(b, fp)
+    }
+
+    #[inline]
+    fn put_in(&mut self, _: u64, b: u64, fp: u32) -> bool {
+        match self.find(b, 0) {
+            Some(s) => {
+                self.set(self.slot(b, s), fp);
+                self.occupied += 1;
+                if self.huge.due(self.occupied) {
+                    self.huge.step(&self.bytes, self.occupied);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[inline]
+    fn clear_at(&mut self, _: u64, b: u64, slot: u64) {
+        self.set(self.slot(b, slot), 0);
+        self.occupied -= 1;
     }
 }
 
@@ -637,38 +694,22 @@ impl WideFilter {
         }
     }
 
-    // ---- inserts ------------------------------------------------------------------------
+    // ---- inserts (written once for both layouts: `slots`) ------------------------------
 
     pub fn check_expansions(&self, limits: &super::Limits) -> Result<(), CuckooError> {
-        if self.subs.len() >= limits.max_expansions {
-            return Err(CuckooError::MaxExpansions);
-        }
-        Ok(())
+        slots::check_expansions(self, limits)
     }
 
     pub fn add(&mut self, item: &[u8], limits: &super::Limits) -> Result<(), CuckooError> {
-        self.check_expansions(limits)?;
-        let h = self.hash(item);
-        self.insert_hash(&h, limits.max_bytes, &mut WALK_BUDGET.clone())
+        slots::add(self, item, limits)
     }
 
     pub fn add_nx(&mut self, item: &[u8], limits: &super::Limits) -> Result<bool, CuckooError> {
-        self.check_expansions(limits)?;
-        let h = self.hash(item);
-        if self.contains_hash(&h) {
-            return Ok(false);
-        }
-        self.insert_hash(&h, limits.max_bytes, &mut WALK_BUDGET.clone())
-            .map(|()| true)
+        slots::add_nx(self, item, limits)
     }
 
     /// `CuckooFilter::insert_many`'s contract.
-    pub fn insert_many(
-        &mut self,
-        items: &[&[u8]],
-        nx: bool,
-        limits: &super::Limits,
-    ) -> Result<Vec<Result<bool, CuckooError>>, CuckooError> {
+    pub fn insert_many(&mut self, items: &[&[u8]], nx: bool, limits: &super::Limits) -> Batch {
         self.insert_many_within(items, nx, limits, &mut WALK_BUDGET.clone())
     }
 
@@ -679,99 +720,18 @@ impl WideFilter {
         nx: bool,
         limits: &super::Limits,
         kicks: &mut u64,
-    ) -> Result<Vec<Result<bool, CuckooError>>, CuckooError> {
-        self.check_expansions(limits)?;
-        let mut out = Vec::with_capacity(items.len());
-        let mut batch = [WideHash::from_hash(0, self.widths.first); BATCH];
-        for chunk in items.chunks(BATCH) {
-            let hashes = self.hash_batch(chunk, &mut batch);
-            // A hint only, as for RedisBloom's layout: an insert finds room in the newest
-            // sub-filter first and seldom looks further, an NX insert's lookup reads them all.
-            self.prefetch_batch(hashes, if nx { self.subs.len() } else { 1 });
-            for h in hashes {
-                let result = if nx && self.contains_hash(h) {
-                    Ok(false)
-                } else {
-                    self.insert_hash(h, limits.max_bytes, kicks).map(|()| true)
-                };
-                let stop = matches!(&result, Err(e) if *e != CuckooError::Full);
-                out.push(result);
-                if stop {
-                    return Ok(out);
-                }
-            }
-        }
-        Ok(out)
+    ) -> Batch {
+        slots::insert_many_within(self, items, nx, limits, kicks)
     }
 
+    #[cfg(test)]
     fn insert_hash(
         &mut self,
         h: &WideHash,
         max_bytes: u64,
         kicks: &mut u64,
     ) -> Result<(), CuckooError> {
-        let budget = *kicks;
-        if !self.place(h) && !self.kick_within(h, kicks)? {
-            if self.params.expansion == 0 {
-                return Err(CuckooError::Full);
-            }
-            // A growth refused leaves the item unprocessed (the batch stops at it, to be
-            // resumed under other limits): its undone walk is not paid for.
-            self.grow(max_bytes).inspect_err(|_| *kicks = budget)?;
-            let placed = self.place(h);
-            debug_assert!(placed, "a new sub-filter is empty");
-        }
-        self.items = self.items.saturating_add(1);
-        Ok(())
-    }
-
-    fn place(&mut self, h: &WideHash) -> bool {
-        self.subs.iter_mut().rev().any(|s| {
-            let fp = fingerprint(h.tag, s.bits);
-            let m = s.mask();
-            s.put(h.h1 & m, fp) || s.put(h.h2 & m, fp)
-        })
-    }
-
-    /// `kick` under the eviction budget's rule (`walk_within`), as `CuckooFilter::kick_within`.
-    fn kick_within(&mut self, h: &WideHash, kicks: &mut u64) -> Result<bool, CuckooError> {
-        let room = self.subs.last().is_some_and(|s| !s.is_full());
-        let limit = walk_limit(self.params.max_iterations, self.params.bucket_size);
-        let bs = u64::from(self.params.bucket_size);
-        walk_within(room, limit, bs, kicks, || self.kick(h, limit))
-    }
-
-    /// RedisBloom's eviction walk (see `CuckooFilter::kick`) in the newest sub-filter: the
-    /// evicted fingerprint's other bucket is its bucket XOR the offset of its first-width
-    /// prefix, so the walk back needs no log either. `Some(swaps)` when it placed it.
-    fn kick(&mut self, h: &WideHash, limit: u64) -> Option<u64> {
-        let max = limit;
-        let first = self.widths.first;
-        let s = self.subs.last_mut()?;
-        let bs = u64::from(s.bucket_size);
-        let bits = s.bits;
-        let other = |b: u64, fp: u32| b ^ alt_offset(narrow(fp, bits, first));
-        let mask = s.mask();
-        let mut b = h.h1 & mask;
-        let mut hand = fingerprint(h.tag, bits);
-        for i in 0..max {
-            hand = s.set(s.slot(b, i % bs), hand);
-            let next = other(b, hand) & mask;
-            if s.put(next, hand) {
-                return Some(i + 1);
-            }
-            if i + 1 < max {
-                b = next;
-            }
-        }
-        for j in (0..max).rev() {
-            hand = s.set(s.slot(b, j % bs), hand);
-            if j > 0 {
-                b = other(b, hand) & mask;
-            }
-        }
-        debug_assert_eq!(hand, fingerprint(h.tag, bits));
-        None
+        slots::insert_hash(self, h, max_bytes, kicks)
     }
 
     fn grow(&mut self, max_bytes: u64) -> Result<(), CuckooError> {
@@ -809,106 +769,74 @@ impl WideFilter {
 
     // ---- deletes ------------------------------------------------------------------------
 
-    /// `CuckooFilter::delete`'s rules: newest sub-filter first, bucket `h1` before `h2`, and
-    /// the automatic compaction past a tenth of the items.
+    /// `CuckooFilter::delete`'s rules (`slots::delete_hash`).
     pub fn delete(&mut self, item: &[u8]) -> bool {
         let h = self.hash(item);
-        let found = self.subs.iter_mut().rev().any(|s| {
-            let fp = fingerprint(h.tag, s.bits);
-            let m = s.mask();
-            [h.h1 & m, h.h2 & m]
-                .into_iter()
-                .any(|b| match s.find(b, fp) {
-                    Some(slot) => {
-                        s.clear(b, slot);
-                        true
-                    }
-                    None => false,
-                })
-        });
-        if !found {
-            self.deletes_not_found = self.deletes_not_found.saturating_add(1);
-            return false;
-        }
-        self.items = self.items.saturating_sub(1);
-        self.deletes = self.deletes.saturating_add(1);
-        if self.subs.len() > 1 && u128::from(self.deletes) * 10 > u128::from(self.items) {
-            self.compact_with(false, COMPACT_BUDGET);
-        }
-        true
+        slots::delete_hash(self, &h)
     }
 
     pub fn compact(&mut self) {
         self.compact_with(true, COMPACT_BUDGET);
     }
 
-    /// `CuckooFilter::compact_with`'s walk; a fingerprint moved into an older sub-filter is
-    /// cut to its width.
+    /// `slots::compact_chain`: a fingerprint moved into an older sub-filter is cut to its
+    /// width.
     pub(crate) fn compact_with(&mut self, past_full: bool, budget: u64) -> u64 {
-        let first = self.widths.first;
-        let bs = u64::from(self.params.bucket_size);
-        let probe = probe_cost(bs);
-        let mut spent = 0u64;
-        let mut open = open_subs(self.subs.iter().map(WideSub::is_full));
-        'subs: for i in (1..self.subs.len()).rev() {
-            while open.last().is_some_and(|&j| j >= i) {
-                open.pop();
-            }
-            let (older, rest) = self.subs.split_at_mut(i);
-            let sub = &mut rest[0];
-            for b in 0..sub.buckets {
-                if sub.occupied == 0 || open.is_empty() {
-                    break;
-                }
-                if spent >= budget {
-                    break 'subs;
-                }
-                spent += probe;
-                for slot in 0..bs {
-                    let fp = sub.get(sub.slot(b, slot));
-                    if fp == 0 {
-                        continue;
-                    }
-                    let alt = b ^ alt_offset(narrow(fp, sub.bits, first));
-                    let mut moved = false;
-                    let mut k = 0;
-                    while k < open.len() {
-                        // Checked per fingerprint, as `CuckooFilter::compact_with`.
-                        if spent >= budget {
-                            break 'subs;
-                        }
-                        let o = &mut older[open[k]];
-                        let m = o.mask();
-                        let cut = narrow(fp, sub.bits, o.bits);
-                        spent += probe;
-                        moved = o.put(b & m, cut);
-                        if !moved {
-                            spent += probe;
-                            moved = o.put(alt & m, cut);
-                        }
-                        if moved {
-                            if o.is_full() {
-                                open.remove(k);
-                            }
-                            break;
-                        }
-                        k += 1;
-                    }
-                    if moved {
-                        sub.clear(b, slot);
-                    }
-                }
-            }
-            if sub.occupied == 0 {
-                if i == self.subs.len() - 1 {
-                    self.subs.pop();
-                }
-            } else if !past_full {
-                break;
-            }
+        slots::compact_chain(self, past_full, budget)
+    }
+}
+
+impl Chain for WideFilter {
+    type Sub = WideSub;
+    type Hash = WideHash;
+
+    #[inline]
+    fn subs(&self) -> &[WideSub] {
+        &self.subs
+    }
+
+    #[inline]
+    fn params(&self) -> Params {
+        self.params
+    }
+
+    #[inline]
+    fn ctx(&self) -> u8 {
+        self.widths.first
+    }
+
+    #[inline]
+    fn hash(&self, item: &[u8]) -> WideHash {
+        WideFilter::hash(self, item)
+    }
+
+    #[inline]
+    fn blank(&self) -> WideHash {
+        WideHash::from_hash(0, self.widths.first)
+    }
+
+    #[inline]
+    fn contains_hash(&self, h: &WideHash) -> bool {
+        WideFilter::contains_hash(self, h)
+    }
+
+    #[inline]
+    fn prefetch_batch(&self, hashes: &[WideHash], subs: usize) {
+        WideFilter::prefetch_batch(self, hashes, subs)
+    }
+
+    #[inline]
+    fn tally(&mut self) -> Tally<'_, WideSub> {
+        Tally {
+            subs: &mut self.subs,
+            items: &mut self.items,
+            deletes: &mut self.deletes,
+            deletes_not_found: &mut self.deletes_not_found,
         }
-        self.deletes = 0;
-        spent
+    }
+
+    fn grow(&mut self, max_bytes: u64) -> Result<(), CuckooError> {
+        WideFilter::grow(self, max_bytes)
     }
 }
 
