@@ -10,7 +10,7 @@
 use layerbloom_filter::cuckoo::health::LoadMark;
 use layerbloom_filter::cuckoo::params::DEFAULT_MAX_EXPANSIONS;
 use layerbloom_filter::cuckoo::{
-    AnyFilter, CuckooError, CuckooFilter, HeaderError, Limits as CfLimits, WideFilter, WALK_BUDGET,
+    AnyFilter, CuckooError, CuckooFilter, HeaderError, Limits as CfLimits, RatedFilter, WALK_BUDGET,
 };
 use layerbloom_filter::format::{CodecError, Strictness};
 use layerbloom_filter::FilterError;
@@ -118,7 +118,7 @@ fn new_filter(flags: &Flags, shape: Shape) -> Result<AnyFilter, BfError> {
     let limits = Limits::for_creation(flags, config::max_filter_bytes(flags));
     match shape.rate {
         None => CuckooFilter::new(shape.buckets, shape.params, limits.bytes()).map(AnyFilter::from),
-        Some(r) => WideFilter::new(
+        Some(r) => RatedFilter::new(
             shape.buckets,
             shape.params,
             r.widths,

@@ -4,7 +4,7 @@
 //! and `CF.COMPACT` are all reached. Every reply is compared, and after every operation the
 //! item and delete counts and every sub-filter's slot bytes.
 //!
-//! With bit 7 of the memory-limit byte, the filter is an extension filter (`WideFilter`,
+//! With bit 7 of the memory-limit byte, the filter is an extension filter (`RatedFilter`,
 //! fingerprints of 4..=32 bits) instead, checked against a multiset of the items it holds:
 //! an item added and not deleted is always found, counts at least as often as it is held, and
 //! the item count is the multiset's size; deletes are of held items only (a delete of an
@@ -21,7 +21,7 @@ use std::collections::HashMap;
 
 use layerbloom_filter::cuckoo::rate::Widths;
 use layerbloom_filter::cuckoo::{
-    params, CuckooError, CuckooFilter, Limits, ParamError, Params, WideFilter, WALK_BUDGET,
+    params, CuckooError, CuckooFilter, Limits, ParamError, Params, RatedFilter, WALK_BUDGET,
 };
 use layerbloom_fuzz::cuckoo::model::{self, Model};
 use layerbloom_fuzz::cuckoo::{check_shape, rdb_round_trip, scandump_round_trip};
@@ -143,7 +143,7 @@ fuzz_target!(|data: &[u8]| {
             max_expansions,
             max_bytes,
         };
-        wide(&mut input, buckets.max(8), p, widths, limits);
+        rated(&mut input, buckets.max(8), p, widths, limits);
         return;
     }
     let Ok(mut core) = CuckooFilter::new(buckets, p, max_bytes) else {
@@ -241,9 +241,9 @@ fuzz_target!(|data: &[u8]| {
 });
 
 /// The extension filter against a multiset of what it holds.
-fn wide(input: &mut Input, buckets: u64, p: Params, widths: Widths, limits: Limits) {
-    use layerbloom_fuzz::cuckoo_wide::{check_shape, rdb_round_trip, scandump_round_trip};
-    let Ok(mut core) = WideFilter::new(buckets, p, widths, 0.01, limits.max_bytes) else {
+fn rated(input: &mut Input, buckets: u64, p: Params, widths: Widths, limits: Limits) {
+    use layerbloom_fuzz::cuckoo_rated::{check_shape, rdb_round_trip, scandump_round_trip};
+    let Ok(mut core) = RatedFilter::new(buckets, p, widths, 0.01, limits.max_bytes) else {
         return;
     };
     let mut held: HashMap<Vec<u8>, u64> = HashMap::new();

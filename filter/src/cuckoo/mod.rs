@@ -60,15 +60,15 @@
 //!   2.2+ does: the data cannot tell which hash placed it, and the recorded answers of
 //!   RedisBloom for such data are these.
 //!
-//! # A false-positive rate of one's choosing (the extension, [`wide`])
+//! # A false-positive rate of one's choosing (the extension, [`rated`])
 //! RedisBloom's layout fixes `f = 8` bits per fingerprint. An extension filter is created for
 //! a rate `ε`: [`rate::shape_for_rate`] picks the bucket size `b` with the fewest bits per
 //! item `f / α(b)` at the load `α(b)` inserts reach, and [`rate::widths_for`] the fingerprint
 //! width of each sub-filter (the first sized for most of `ε`, the others for what is left, a
 //! bit wider each), so that the whole filter stays at or under `ε`. Its fingerprints are
-//! packed `f`-bit fields and are cut from the item hash differently ([`wide`]); it persists
+//! packed `f`-bit fields and are cut from the item hash differently ([`rated`]); it persists
 //! under a module type of its own with its own encoding and a 52-byte SCANDUMP header
-//! ([`wide_codec`]), which RedisBloom refuses instead of misreading. Filters created without
+//! ([`rated_codec`]), which RedisBloom refuses instead of misreading. Filters created without
 //! the extension are RedisBloom's layout bit for bit. [`AnyFilter`] is either.
 
 mod any;
@@ -77,16 +77,16 @@ mod filter;
 pub mod health;
 pub mod params;
 pub mod rate;
+pub mod rated;
+pub mod rated_codec;
 mod slots;
-pub mod wide;
-pub mod wide_codec;
 
 pub use any::{AnyFilter, HeaderError};
 pub use filter::{
     walk_limit, CuckooFilter, CuckooHash, Info, Limits, SubFilter, ALT_MULTIPLIER, WALK_BUDGET,
 };
 pub use params::{ParamError, Params};
-pub use wide::{WideFilter, WideSub};
+pub use rated::{RatedFilter, RatedSub};
 
 use crate::error::FilterError;
 

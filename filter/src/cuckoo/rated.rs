@@ -58,13 +58,13 @@ pub const MIN_BUCKETS: u64 = 8;
 
 /// An item's buckets and the tag its fingerprints are cut from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WideHash {
+pub struct RatedHash {
     pub h1: u64,
     pub h2: u64,
     pub tag: u32,
 }
 
-impl WideHash {
+impl RatedHash {
     /// Hashes an item for a filter whose first sub-filter has `first` bits.
     #[inline]
     pub fn of(item: &[u8], first: u8) -> Self {
@@ -74,7 +74,7 @@ impl WideHash {
     #[inline]
     pub fn from_hash(hash: u64, first: u8) -> Self {
         let tag = (hash.wrapping_mul(TAG_MULTIPLIER) >> 32) as u32;
-        WideHash {
+        RatedHash {
             h1: hash,
             h2: hash ^ alt_offset(fingerprint(tag, first)),
             tag,
@@ -112,7 +112,7 @@ pub(crate) fn slot_bytes(buckets: u64, bucket_size: u8, bits: u8) -> Option<u64>
 /// One sub-filter: `buckets` buckets of `bucket_size` slots of `bits` bits. Equality is of
 /// the slots.
 #[derive(Debug, Clone, Eq)]
-pub struct WideSub {
+pub struct RatedSub {
     buckets: u64,
     bucket_size: u8,
     bits: u8,
@@ -164,7 +164,7 @@ impl Lanes {
     }
 }
 
-impl PartialEq for WideSub {
+impl PartialEq for RatedSub {
     fn eq(&self, other: &Self) -> bool {
         (self.buckets, self.bucket_size, self.bits, self.occupied)
             == (other.buckets, other.bucket_size, other.bits, other.occupied)
@@ -172,11 +172,11 @@ impl PartialEq for WideSub {
     }
 }
 
-impl WideSub {
+impl RatedSub {
     pub(crate) fn zeroed(buckets: u64, bucket_size: u8, bits: u8) -> Result<Self, FilterError> {
         let oom = FilterError::OutOfMemory { bytes: u64::MAX };
         let len = slot_bytes(buckets, bucket_size, bits).ok_or(oom)?;
-        Ok(WideSub {
+        Ok(RatedSub {
             buckets,
             bucket_size,
             bits,
@@ -324,7 +324,7 @@ impl WideSub {
     /// Starts loading both candidate buckets of an item: the line of each one's first byte,
     /// and of its last when it crosses into the next line.
     #[inline]
-    fn prefetch(&self, h: &WideHash) {
+    fn prefetch(&self, h: &RatedHash) {
         let m = self.mask();
         let bits = self.lanes.bucket_bits;
         for b in [h.h1 & m, h.h2 & m] {
@@ -338,7 +338,7 @@ impl WideSub {
     }
 
     #[inline]
-    fn holds(&self, h: &WideHash) -> bool {
+    fn holds(&self, h: &RatedHash) -> bool {
         let fp = fingerprint(h.tag, self.bits);
         let m = self.mask();
         if self.one_word() {
@@ -366,9 +366,9 @@ impl WideSub {
     }
 }
 
-impl Slots for WideSub {
+impl Slots for RatedSub {
     type Fp = u32;
-    type Hash = WideHash;
+    type Hash = RatedHash;
     /// The first sub-filter's width, whose fingerprints place the alternate bucket.
     type Ctx = u8;
     const EMPTY: u32 = 0;
@@ -385,16 +385,16 @@ impl Slots for WideSub {
 
     #[inline]
     fn is_full(&self) -> bool {
-        WideSub::is_full(self)
+        RatedSub::is_full(self)
     }
 
     #[inline]
-    fn fp(&self, h: &WideHash) -> u32 {
+    fn fp(&self, h: &RatedHash) -> u32 {
         fingerprint(h.tag, self.bits)
     }
 
     #[inline]
-    fn hashes(h: &WideHash) -> (u64, u64) {
+    fn hashes(h: &RatedHash) -> (u64, u64) {
         (h.h1, h.h2)
     }
 
@@ -448,8 +448,8 @@ impl Slots for WideSub {
 /// An extension filter: sub-filter `i` has `buckets × expansion^i` buckets of `Widths::of(i)`
 /// bits. Equality is of what persists (`deletes_not_found` is a local figure).
 #[derive(Debug, Clone)]
-pub struct WideFilter {
-    subs: Vec<WideSub>,
+pub struct RatedFilter {
+    subs: Vec<RatedSub>,
     items: u64,
     deletes: u64,
     params: Params,
@@ -459,7 +459,7 @@ pub struct WideFilter {
     deletes_not_found: u64,
 }
 
-impl PartialEq for WideFilter {
+impl PartialEq for RatedFilter {
     fn eq(&self, other: &Self) -> bool {
         self.subs == other.subs
             && self.items == other.items
@@ -470,7 +470,7 @@ impl PartialEq for WideFilter {
     }
 }
 
-impl Eq for WideFilter {}
+impl Eq for RatedFilter {}
 
 /// Why a new extension filter's shape is refused.
 fn check_shape(buckets: u64, params: &Params, widths: &Widths) -> Result<(), CuckooError> {
@@ -481,7 +481,7 @@ fn check_shape(buckets: u64, params: &Params, widths: &Widths) -> Result<(), Cuc
     Ok(())
 }
 
-impl WideFilter {
+impl RatedFilter {
     /// An empty filter of one sub-filter, refused over `max_bytes` by the allocator model.
     pub fn new(
         buckets: u64,
@@ -502,8 +502,8 @@ impl WideFilter {
             .into());
         }
         let mut subs = try_vec(1)?;
-        subs.push(WideSub::zeroed(buckets, params.bucket_size, widths.first)?);
-        Ok(WideFilter {
+        subs.push(RatedSub::zeroed(buckets, params.bucket_size, widths.first)?);
+        Ok(RatedFilter {
             subs,
             items: 0,
             deletes: 0,
@@ -515,14 +515,14 @@ impl WideFilter {
     }
 
     pub(crate) fn from_parts(
-        subs: Vec<WideSub>,
+        subs: Vec<RatedSub>,
         items: u64,
         deletes: u64,
         params: Params,
         widths: Widths,
         error: f64,
     ) -> Self {
-        WideFilter {
+        RatedFilter {
             subs,
             items,
             deletes,
@@ -562,11 +562,11 @@ impl WideFilter {
         self.subs[0].buckets
     }
 
-    pub fn sub_filters(&self) -> &[WideSub] {
+    pub fn sub_filters(&self) -> &[RatedSub] {
         &self.subs
     }
 
-    pub(crate) fn sub_filters_mut(&mut self) -> &mut [WideSub] {
+    pub(crate) fn sub_filters_mut(&mut self) -> &mut [RatedSub] {
         &mut self.subs
     }
 
@@ -579,11 +579,11 @@ impl WideFilter {
     pub fn modelled_bytes(count: usize, slot_arrays: impl IntoIterator<Item = u64>) -> u64 {
         use crate::footprint::allocation;
         use std::mem::size_of;
-        // The value Redis holds is `AnyFilter::Wide(Box<WideFilter>)`: its box, this box.
+        // The value Redis holds is `AnyFilter::Rated(Box<RatedFilter>)`: its box, this box.
         let boxed = allocation(size_of::<super::AnyFilter>() as u64, 8)
-            .saturating_add(allocation(size_of::<WideFilter>() as u64, 8));
+            .saturating_add(allocation(size_of::<RatedFilter>() as u64, 8));
         let table = allocation(
-            (count as u64).saturating_mul(size_of::<WideSub>() as u64),
+            (count as u64).saturating_mul(size_of::<RatedSub>() as u64),
             8,
         );
         slot_arrays
@@ -619,9 +619,9 @@ impl WideFilter {
             // As lazy as the source, in huge pages at once if the source is dense.
             let (hint, huge) = s.huge.for_copy(s.occupied);
             let bytes = crate::zeroed::try_copy_sparse(&s.bytes, s.occupied == 0, hint)?;
-            subs.push(WideSub { bytes, huge, ..*s });
+            subs.push(RatedSub { bytes, huge, ..*s });
         }
-        Ok(WideFilter { subs, ..*self })
+        Ok(RatedFilter { subs, ..*self })
     }
 
     /// The estimated false-positive rate of a lookup: each sub-filter's at its load.
@@ -635,8 +635,8 @@ impl WideFilter {
     }
 
     #[inline]
-    fn hash(&self, item: &[u8]) -> WideHash {
-        WideHash::of(item, self.widths.first)
+    fn hash(&self, item: &[u8]) -> RatedHash {
+        RatedHash::of(item, self.widths.first)
     }
 
     // ---- lookups ------------------------------------------------------------------------
@@ -646,7 +646,7 @@ impl WideFilter {
     }
 
     #[inline]
-    pub fn contains_hash(&self, h: &WideHash) -> bool {
+    pub fn contains_hash(&self, h: &RatedHash) -> bool {
         self.subs.iter().rev().any(|s| s.holds(h))
     }
 
@@ -667,7 +667,7 @@ impl WideFilter {
     /// sub-filter before any is probed, as for RedisBloom's layout.
     pub fn contains_many(&self, items: &[&[u8]]) -> Vec<bool> {
         let mut out = Vec::with_capacity(items.len());
-        let mut batch = [WideHash::from_hash(0, self.widths.first); BATCH];
+        let mut batch = [RatedHash::from_hash(0, self.widths.first); BATCH];
         for chunk in items.chunks(BATCH) {
             let hashes = self.hash_batch(chunk, &mut batch);
             self.prefetch_batch(hashes, self.subs.len());
@@ -679,7 +679,11 @@ impl WideFilter {
     /// Hashes up to `BATCH` items into `batch`. A hash depends on the item and the first
     /// width alone, so it stays valid while earlier items of the batch grow the filter.
     #[inline]
-    fn hash_batch<'b>(&self, chunk: &[&[u8]], batch: &'b mut [WideHash; BATCH]) -> &'b [WideHash] {
+    fn hash_batch<'b>(
+        &self,
+        chunk: &[&[u8]],
+        batch: &'b mut [RatedHash; BATCH],
+    ) -> &'b [RatedHash] {
         for (h, item) in batch.iter_mut().zip(chunk) {
             *h = self.hash(item);
         }
@@ -688,7 +692,7 @@ impl WideFilter {
 
     /// Starts loading both buckets of every hash in the newest `subs` sub-filters.
     #[inline]
-    fn prefetch_batch(&self, hashes: &[WideHash], subs: usize) {
+    fn prefetch_batch(&self, hashes: &[RatedHash], subs: usize) {
         for s in self.subs.iter().rev().take(subs) {
             hashes.iter().for_each(|h| s.prefetch(h));
         }
@@ -727,7 +731,7 @@ impl WideFilter {
     #[cfg(test)]
     fn insert_hash(
         &mut self,
-        h: &WideHash,
+        h: &RatedHash,
         max_bytes: u64,
         kicks: &mut u64,
     ) -> Result<(), CuckooError> {
@@ -762,7 +766,7 @@ impl WideFilter {
             }
             .into());
         }
-        let sub = WideSub::zeroed(buckets, self.params.bucket_size, bits)?;
+        let sub = RatedSub::zeroed(buckets, self.params.bucket_size, bits)?;
         try_push(&mut self.subs, sub)?;
         Ok(())
     }
@@ -786,12 +790,12 @@ impl WideFilter {
     }
 }
 
-impl Chain for WideFilter {
-    type Sub = WideSub;
-    type Hash = WideHash;
+impl Chain for RatedFilter {
+    type Sub = RatedSub;
+    type Hash = RatedHash;
 
     #[inline]
-    fn subs(&self) -> &[WideSub] {
+    fn subs(&self) -> &[RatedSub] {
         &self.subs
     }
 
@@ -806,27 +810,27 @@ impl Chain for WideFilter {
     }
 
     #[inline]
-    fn hash(&self, item: &[u8]) -> WideHash {
-        WideFilter::hash(self, item)
+    fn hash(&self, item: &[u8]) -> RatedHash {
+        RatedFilter::hash(self, item)
     }
 
     #[inline]
-    fn blank(&self) -> WideHash {
-        WideHash::from_hash(0, self.widths.first)
+    fn blank(&self) -> RatedHash {
+        RatedHash::from_hash(0, self.widths.first)
     }
 
     #[inline]
-    fn contains_hash(&self, h: &WideHash) -> bool {
-        WideFilter::contains_hash(self, h)
+    fn contains_hash(&self, h: &RatedHash) -> bool {
+        RatedFilter::contains_hash(self, h)
     }
 
     #[inline]
-    fn prefetch_batch(&self, hashes: &[WideHash], subs: usize) {
-        WideFilter::prefetch_batch(self, hashes, subs)
+    fn prefetch_batch(&self, hashes: &[RatedHash], subs: usize) {
+        RatedFilter::prefetch_batch(self, hashes, subs)
     }
 
     #[inline]
-    fn tally(&mut self) -> Tally<'_, WideSub> {
+    fn tally(&mut self) -> Tally<'_, RatedSub> {
         Tally {
             subs: &mut self.subs,
             items: &mut self.items,
@@ -836,7 +840,7 @@ impl Chain for WideFilter {
     }
 
     fn grow(&mut self, max_bytes: u64) -> Result<(), CuckooError> {
-        WideFilter::grow(self, max_bytes)
+        RatedFilter::grow(self, max_bytes)
     }
 }
 
@@ -849,7 +853,7 @@ mod tests {
 
     /// The item-by-item loop the batch path replaced: the reference it must match.
     fn one_by_one(
-        f: &mut WideFilter,
+        f: &mut RatedFilter,
         items: &[&[u8]],
         nx: bool,
         limits: &Limits,
@@ -914,7 +918,7 @@ mod tests {
                 expansion: [0, 1, 2, 4][(round / 3) % 4],
             };
             let widths = Widths { first, second };
-            let mut batched = WideFilter::new(8, params, widths, 0.01, u64::MAX).unwrap();
+            let mut batched = RatedFilter::new(8, params, widths, 0.01, u64::MAX).unwrap();
             let mut single = batched.clone();
             // Room for a few sub-filters, so that growth ends on the memory limit or on the
             // expansion limit, whichever comes first.
@@ -992,7 +996,7 @@ mod tests {
         let mut one_word_shapes = 0;
         for bits in 4u8..=32 {
             for bucket_size in 1u8..=9 {
-                let mut sub = WideSub::zeroed(16, bucket_size, bits).unwrap();
+                let mut sub = RatedSub::zeroed(16, bucket_size, bits).unwrap();
                 one_word_shapes += u32::from(sub.one_word());
                 let top = (1u64 << bits) - 1;
                 // Few distinct values, so that buckets repeat them; 1 and all ones are the
