@@ -359,6 +359,7 @@ pub(crate) fn insert_many_within<C: Chain>(
 /// Adds a fingerprint: the first empty slot of its buckets from the newest sub-filter to
 /// the oldest, else evictions in the newest (within `kicks`), else a new sub-filter. A
 /// failure changes nothing.
+#[inline]
 pub(crate) fn insert_hash<C: Chain>(
     c: &mut C,
     h: &C::Hash,
@@ -367,9 +368,13 @@ pub(crate) fn insert_hash<C: Chain>(
 ) -> Result<(), CuckooError> {
     let (params, ctx) = (c.params(), c.ctx());
     let bs = u64::from(params.bucket_size);
+    let t = c.tally();
+    if place(t.subs, bs, h) {
+        *t.items = t.items.saturating_add(1);
+        return Ok(());
+    }
     let budget = *kicks;
-    let subs = c.tally().subs;
-    if !place(subs, bs, h) && !kick_within(subs, &params, ctx, h, kicks)? {
+    if !kick_within(t.subs, &params, ctx, h, kicks)? {
         if params.expansion == 0 {
             return Err(CuckooError::Full);
         }
