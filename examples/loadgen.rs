@@ -1145,7 +1145,7 @@ fn cuckoo_extension_rows(
     theirs: &[(&str, f64)],
 ) {
     use layerbloom_filter::cuckoo::rate::{self, Extension, SIZING_MAX_ITERATIONS};
-    use layerbloom_filter::cuckoo::{params, wide_codec, Limits, Params, WideFilter};
+    use layerbloom_filter::cuckoo::{params, rated_codec, Limits, Params, RatedFilter};
     let t = Instant::now();
     let ext = Extension::for_rate(error, None).expect("a rate the extension reaches");
     let buckets = ext.buckets_for(o.items).expect("a filter that fits");
@@ -1154,7 +1154,7 @@ fn cuckoo_extension_rows(
         max_iterations: SIZING_MAX_ITERATIONS,
         expansion: params::DEFAULT_EXPANSION,
     };
-    let mut f = WideFilter::new(buckets, p, ext.widths, error, u64::MAX).unwrap();
+    let mut f = RatedFilter::new(buckets, p, ext.widths, error, u64::MAX).unwrap();
     let limits = Limits::default();
     let mut i = 0;
     while i < o.items {
@@ -1172,7 +1172,7 @@ fn cuckoo_extension_rows(
     );
     let _: () = redis::cmd("DEL").arg("w").query(con).unwrap();
     let mut it = 0;
-    while let Some((next, data)) = wide_codec::dump_chunk(&f, it) {
+    while let Some((next, data)) = rated_codec::dump_chunk(&f, it) {
         let _: () = redis::cmd("CF.LOADCHUNK")
             .arg("w")
             .arg(next)

@@ -168,6 +168,17 @@ def attack_cf_insert_growing(c):
     return f"{len(r)} replies, last {r[-1]}"
 
 
+def attack_cf_long_walks(c):
+    # 255-slot buckets, the longest walk, no growth: 510 copies of one item fill its two
+    # buckets, so each further copy walks between them (and back) until its walk ends, while
+    # the rest of the filter is empty. Then single adds and one CF.INSERT of 40 such items.
+    c.q("CF.RESERVE", "k", 64 * 255, "BUCKETSIZE", 255, "MAXITERATIONS", 65535, "EXPANSION", 0)
+    c.q("CF.INSERT", "k", "ITEMS", *["x"] * 510)
+    adds = [c.q("CF.ADD", "k", "x") for i in range(10)]
+    r = c.q("CF.INSERT", "k", "ITEMS", *["x"] * 40)
+    return f"adds {adds[-1]}, {len(r)} replies, last {r[-1]}"
+
+
 def attack_loadchunk_layers_under_1m(c):
     # 1024 layers of 1,048,512 bytes: each piece just under the old 1 MiB discard threshold.
     c.q("CONFIG", "SET", "bf.bf-max-filter-memory", "4gb")
@@ -314,6 +325,7 @@ ATTACKS = [
     ("100 000 BF.INSERT NONSCALING cap 1", attack_100k_nonscaling_inserts),
     ("CF.INSERT of 20 000 items, nearly full, 65535 iterations", attack_cf_insert_nearly_full),
     ("CF.INSERT of 100 000 items growing 16-bucket sub-filters", attack_cf_insert_growing),
+    ("CF.ADD / CF.INSERT of 40 items walking 255-slot buckets, 65535 iterations", attack_cf_long_walks),
     ("LOADCHUNK header of 1024 layers of 1,048,512 bytes", attack_loadchunk_layers_under_1m),
     ("CF.LOADCHUNK 38-byte header of 1024 sub-filters of 1 MB", attack_cf_loadchunk_subs_under_1m),
     ("CF.DEL / CF.COMPACT past 1023 full 255-slot sub-filters", attack_cf_compaction_past_full),

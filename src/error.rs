@@ -175,10 +175,10 @@ pub enum BfError {
     )]
     CfTooManySubFilters { limit: usize },
     /// A CF.INSERT / CF.INSERTNX stopped where its items' eviction walks could exceed the
-    /// command's budget (`layerbloom_filter::cuckoo::KICK_BUDGET`).
+    /// command's budget (`layerbloom_filter::cuckoo::WALK_BUDGET`).
     #[error(
-        "ERR problem inserting into filter: this command spent its budget of {budget} \
-         evictions; this item and the ones after it were not inserted"
+        "ERR problem inserting into filter: this command spent its eviction budget of {budget} \
+         units of work; this item and the ones after it were not inserted"
     )]
     CfKickBudget { budget: u64 },
     /// layerbloom's extension: `ERROR e` of CF.RESERVE / CF.INSERT.
@@ -439,9 +439,9 @@ mod tests {
                  sub-filters",
             ),
             (
-                BfError::CfKickBudget { budget: 1 << 20 },
-                "ERR problem inserting into filter: this command spent its budget of 1048576 \
-                 evictions; this item and the ones after it were not inserted",
+                BfError::CfKickBudget { budget: 1 << 24 },
+                "ERR problem inserting into filter: this command spent its eviction budget of \
+                 16777216 units of work; this item and the ones after it were not inserted",
             ),
         ];
         for (error, text) in table {

@@ -133,7 +133,7 @@ pub(crate) mod tests {
     mod values {
         use super::MoveAll;
         use crate::cuckoo::rate::Widths;
-        use crate::cuckoo::wide::WideFilter;
+        use crate::cuckoo::rated::RatedFilter;
         use crate::cuckoo::{AnyFilter, CuckooFilter, Limits, Params};
         use crate::{FilterSpec, Layout, ScalableFilter, WindowSpec, WindowedFilter};
 
@@ -214,7 +214,7 @@ pub(crate) mod tests {
                 second: 16,
             };
             let mut wide =
-                AnyFilter::from(WideFilter::new(64, params, widths, 0.001, u64::MAX).unwrap());
+                AnyFilter::from(RatedFilter::new(64, params, widths, 0.001, u64::MAX).unwrap());
             for i in items() {
                 redis.add(&i, &limits).unwrap();
                 wide.add(&i, &limits).unwrap();

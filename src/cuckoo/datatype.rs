@@ -1,7 +1,7 @@
 //! The native data types of cuckoo filters and their callbacks. `MBbloomCF` is RedisBloom's
 //! type (so RDB files and DUMP payloads move both ways): encoding version 4 is RedisBloom's
 //! current one, written and read; 0..3 (RedisBloom 1.x / 2.0) are read. `LBcuckoo-` holds
-//! the extension's filters (a rate of one's choosing, `wide_codec`): a type of its own, so
+//! the extension's filters (a rate of one's choosing, `rated_codec`): a type of its own, so
 //! that RedisBloom refuses such a value by its type instead of misreading its slots, and so
 //! that its encoding version is its own. Both hold an `AnyFilter` and share every callback
 //! but the loader. The callbacks are the shared ones (`type_callbacks`), with the shared RDB field reader and RESTORE limits.
@@ -29,7 +29,7 @@ pub use wide::WIDE_CUCKOO_TYPE;
 
 /// The type a filter is stored under.
 pub fn type_of(filter: &AnyFilter) -> &'static RedisType {
-    if filter.is_wide() {
+    if filter.is_rated() {
         &WIDE_CUCKOO_TYPE
     } else {
         &CUCKOO_TYPE
@@ -38,17 +38,17 @@ pub fn type_of(filter: &AnyFilter) -> &'static RedisType {
 
 mod wide {
     use super::*;
-    use layerbloom_filter::cuckoo::wide_codec;
+    use layerbloom_filter::cuckoo::rated_codec;
 
     pub static WIDE_CUCKOO_TYPE: RedisType = RedisType::new(
         "LBcuckoo-",
-        wide_codec::ENCVER,
+        rated_codec::ENCVER,
         type_methods!(AnyFilter, rdb_load),
     );
 
     extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
         load(rdb, encver, "extension cuckoo", |io, encver, budget| {
-            wide_codec::decode_rdb(io, encver, budget).map(AnyFilter::from)
+            rated_codec::decode_rdb(io, encver, budget).map(AnyFilter::from)
         })
     }
 }
@@ -175,7 +175,7 @@ mod tests {
     #[test]
     fn an_extension_filter_s_aof_chunks_rebuild_it() {
         use layerbloom_filter::cuckoo::rate::Widths;
-        use layerbloom_filter::cuckoo::WideFilter;
+        use layerbloom_filter::cuckoo::RatedFilter;
         let p = Params {
             bucket_size: 4,
             max_iterations: 500,
@@ -185,14 +185,14 @@ mod tests {
             first: 11,
             second: 14,
         };
-        let mut f = AnyFilter::from(WideFilter::new(64, p, widths, 0.003, u64::MAX).unwrap());
+        let mut f = AnyFilter::from(RatedFilter::new(64, p, widths, 0.003, u64::MAX).unwrap());
         for i in 0..600 {
             f.add(format!("{i}").as_bytes(), &Limits::default())
                 .unwrap();
         }
         assert!(f.sub_filter_count() > 1);
         let mut copy = AnyFilter::from_header(&f.header(), Strictness::Rdb, u64::MAX).unwrap();
-        assert!(copy.is_wide());
+        assert!(copy.is_rated());
         for (it, piece) in slot_chunks(&f) {
             copy.load_chunk(it, piece).unwrap();
         }

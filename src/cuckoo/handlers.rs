@@ -10,7 +10,7 @@
 use layerbloom_filter::cuckoo::health::LoadMark;
 use layerbloom_filter::cuckoo::params::DEFAULT_MAX_EXPANSIONS;
 use layerbloom_filter::cuckoo::{
-    AnyFilter, CuckooError, CuckooFilter, HeaderError, Limits as CfLimits, WideFilter, KICK_BUDGET,
+    AnyFilter, CuckooError, CuckooFilter, HeaderError, Limits as CfLimits, RatedFilter, WALK_BUDGET,
 };
 use layerbloom_filter::format::{CodecError, Strictness};
 use layerbloom_filter::FilterError;
@@ -68,7 +68,7 @@ fn cf_error(limits: &Limits, e: CuckooError, creating: bool) -> BfError {
         CuckooError::Full => BfError::CfFull,
         CuckooError::MaxExpansions => BfError::CfMaxExpansions,
         CuckooError::KickBudget => BfError::CfKickBudget {
-            budget: KICK_BUDGET,
+            budget: WALK_BUDGET,
         },
         CuckooError::Params(_) => BfError::Internal,
         CuckooError::Filter(FilterError::OverLimit { limit, .. }) if limits.is_memory(limit) => {
@@ -118,7 +118,7 @@ fn new_filter(flags: &Flags, spec: Spec) -> Result<AnyFilter, BfError> {
     let limits = Limits::for_creation(flags, config::max_filter_bytes(flags));
     match spec.rate {
         None => CuckooFilter::new(spec.buckets, spec.params, limits.bytes()).map(AnyFilter::from),
-        Some(r) => WideFilter::new(spec.buckets, spec.params, r.widths, r.error, limits.bytes())
+        Some(r) => RatedFilter::new(spec.buckets, spec.params, r.widths, r.error, limits.bytes())
             .map(AnyFilter::from),
     }
     .map_err(|e| cf_error(&limits, e, true))
@@ -283,9 +283,9 @@ pub fn insertnx(ctx: &Context, args: &[RedisString]) -> CommandResult {
 /// One reply per item: added (1 / true), present (0, NX only), did not fit (-1; `false` in
 /// RESP3 for CF.INSERT, while CF.INSERTNX answers integers in both, as RedisBloom does). An
 /// error other than "did not fit" ends the array and the items after it are not processed:
-/// a limit on growth, or the command's eviction budget (`KICK_BUDGET`, shared by both
+/// a limit on growth, or the command's eviction budget (`WALK_BUDGET`, shared by both
 /// passes below, so one command never walks more than it whatever the limits; the item the
-/// first pass stops at for growth walks again in the second, and pays twice). A command from
+/// first pass stops at for growth walks again in the second, and pays once). A command from
 /// a primary or the AOF is never stopped by the budget: its sender may be RedisBloom, or an
 /// earlier layerbloom, which walk every item, and one our primary sends holds only items that
 /// went in within the budget there; stopping it would leave the replica without the rest.
@@ -303,7 +303,7 @@ fn insert_items(ctx: &Context, args: &[RedisString], nx: bool) -> CommandResult 
     let mark = LoadMark::of(filter);
     let mut limits = UNREAD_LIMITS;
     let mut core = None;
-    let mut kicks = KICK_BUDGET;
+    let mut kicks = WALK_BUDGET;
     let mut unbounded = false;
     let mut outcome = filter.insert_many_within(parsed.items, nx, &NO_GROWTH, &mut kicks);
     if let Ok(results) = &mut outcome {

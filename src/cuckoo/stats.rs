@@ -126,7 +126,7 @@ pub fn refused_max_expansions() {
     REFUSED_MAX_EXPANSIONS.fetch_add(1, Ordering::Relaxed);
 }
 
-/// A CF.INSERT / CF.INSERTNX stopped at its eviction budget (`KICK_BUDGET`) before its last
+/// A CF.INSERT / CF.INSERTNX stopped at its eviction budget (`WALK_BUDGET`) before its last
 /// item.
 pub fn insert_stopped() {
     INSERTS_STOPPED.fetch_add(1, Ordering::Relaxed);

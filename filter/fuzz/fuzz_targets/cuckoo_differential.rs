@@ -4,7 +4,7 @@
 //! and `CF.COMPACT` are all reached. Every reply is compared, and after every operation the
 //! item and delete counts and every sub-filter's slot bytes.
 //!
-//! With bit 7 of the memory-limit byte, the filter is an extension filter (`WideFilter`,
+//! With bit 7 of the memory-limit byte, the filter is an extension filter (`RatedFilter`,
 //! fingerprints of 4..=32 bits) instead, checked against a multiset of the items it holds:
 //! an item added and not deleted is always found, counts at least as often as it is held, and
 //! the item count is the multiset's size; deletes are of held items only (a delete of an
@@ -12,7 +12,7 @@
 //!
 //! Input: `u8 bucket size, u8 capacity, u8 max iterations, u8 expansion, u8 max expansions,
 //! u8 memory limit`, then operations: an opcode byte (low 3 bits the operation, bit 3 NX for
-//! batches, bit 4 a batch's eviction budget from the next byte rather than `KICK_BUDGET`, bit
+//! batches, bit 4 a batch's eviction budget from the next byte rather than `WALK_BUDGET`, bit
 //! 7 a raw item rather than one of a small universe) and its items.
 
 #![no_main]
@@ -21,7 +21,7 @@ use std::collections::HashMap;
 
 use layerbloom_filter::cuckoo::rate::Widths;
 use layerbloom_filter::cuckoo::{
-    params, CuckooError, CuckooFilter, Limits, ParamError, Params, WideFilter, KICK_BUDGET,
+    params, CuckooError, CuckooFilter, Limits, ParamError, Params, RatedFilter, WALK_BUDGET,
 };
 use layerbloom_fuzz::cuckoo::model::{self, Model};
 use layerbloom_fuzz::cuckoo::{check_shape, rdb_round_trip, scandump_round_trip};
@@ -47,13 +47,14 @@ fn items(input: &mut Input, op: u8) -> Option<Vec<Vec<u8>>> {
     (0..n).map(|_| item(input, op)).collect()
 }
 
-/// A batch's eviction budget: `KICK_BUDGET`, or with bit 4 a small one (0 to 1020 swaps), so
-/// that batches of walks of up to 500 swaps meet it.
+/// A batch's eviction budget: `WALK_BUDGET`, or with bit 4 a small one (0 to 65,280 units of
+/// work: a failed walk of 500 swaps over 8-slot buckets costs 72,000), so that batches of
+/// walks meet it.
 fn kicks(input: &mut Input, op: u8) -> Option<u64> {
     if op & 0x10 == 0 {
-        return Some(KICK_BUDGET);
+        return Some(WALK_BUDGET);
     }
-    input.u8().map(|b| u64::from(b) * 4)
+    input.u8().map(|b| u64::from(b) * 256)
 }
 
 fn same(core: &CuckooFilter, model: &Model, what: &str) {
@@ -97,7 +98,10 @@ fuzz_target!(|data: &[u8]| {
     } else {
         2 * bs64 + u64::from(cap % 64)
     };
-    let max_iterations: u16 = if mi >= 0xf8 {
+    // 65535 (the longest walk) cuts walks over buckets of more than 64 slots (`walk_limit`).
+    let max_iterations: u16 = if mi == 0xff {
+        65_535
+    } else if mi >= 0xf8 {
         500
     } else {
         u16::from(mi % 40) + 1
@@ -139,7 +143,7 @@ fuzz_target!(|data: &[u8]| {
             max_expansions,
             max_bytes,
         };
-        wide(&mut input, buckets.max(8), p, widths, limits);
+        rated(&mut input, buckets.max(8), p, widths, limits);
         return;
     }
     let Ok(mut core) = CuckooFilter::new(buckets, p, max_bytes) else {
@@ -237,9 +241,9 @@ fuzz_target!(|data: &[u8]| {
 });
 
 /// The extension filter against a multiset of what it holds.
-fn wide(input: &mut Input, buckets: u64, p: Params, widths: Widths, limits: Limits) {
-    use layerbloom_fuzz::cuckoo_wide::{check_shape, rdb_round_trip, scandump_round_trip};
-    let Ok(mut core) = WideFilter::new(buckets, p, widths, 0.01, limits.max_bytes) else {
+fn rated(input: &mut Input, buckets: u64, p: Params, widths: Widths, limits: Limits) {
+    use layerbloom_fuzz::cuckoo_rated::{check_shape, rdb_round_trip, scandump_round_trip};
+    let Ok(mut core) = RatedFilter::new(buckets, p, widths, 0.01, limits.max_bytes) else {
         return;
     };
     let mut held: HashMap<Vec<u8>, u64> = HashMap::new();

@@ -6,7 +6,7 @@
 //! without one; what it accepts is a filter of the shape its settings give, equal to what its
 //! own RDB fields decode to, and safe under every operation.
 //!
-//! The extension's type (`LBcuckoo-`, `wide_codec::decode_rdb`) is read the same way when
+//! The extension's type (`LBcuckoo-`, `rated_codec::decode_rdb`) is read the same way when
 //! bit 4 of the budget byte is set, with the same bounds.
 //!
 //! Input: one byte choosing the encoding version (-1 to 5), one choosing the budget (none,
@@ -16,7 +16,7 @@
 
 use layerbloom_filter::cuckoo::codec;
 use layerbloom_filter::cuckoo::params::MAX_SUB_FILTERS;
-use layerbloom_filter::cuckoo::{wide_codec, CuckooFilter, WideFilter};
+use layerbloom_filter::cuckoo::{rated_codec, CuckooFilter, RatedFilter};
 use layerbloom_fuzz::cuckoo::{exercise, CountingAlloc};
 use layerbloom_fuzz::FuzzSource;
 use layerbloom_fuzz::Input;
@@ -40,7 +40,7 @@ fuzz_target!(|data: &[u8]| {
     let budget = (b & 8 != 0).then(|| BUDGETS[usize::from(b & 7)]);
     let mut src = FuzzSource(input);
     if b & 16 != 0 {
-        wide(data, &mut src, encver, budget);
+        rated(data, &mut src, encver, budget);
         return;
     }
 
@@ -79,30 +79,30 @@ fuzz_target!(|data: &[u8]| {
 
 /// What the extension's decoder may take beyond the filter: its table of sub-filter shapes
 /// (24 bytes each), and each sub-filter's 8 bytes of padding.
-const WIDE_SCRATCH: usize = MAX_SUB_FILTERS * (24 + 8);
+const RATED_SCRATCH: usize = MAX_SUB_FILTERS * (24 + 8);
 
-fn wide(data: &[u8], src: &mut FuzzSource, encver: i32, budget: Option<u64>) {
+fn rated(data: &[u8], src: &mut FuzzSource, encver: i32, budget: Option<u64>) {
     let base = CountingAlloc::reset_peak();
-    let decoded = wide_codec::decode_rdb(src, encver, budget);
+    let decoded = rated_codec::decode_rdb(src, encver, budget);
     let taken = CountingAlloc::peak() - base;
-    let table = WideFilter::modelled_bytes(MAX_SUB_FILTERS, []) as usize;
+    let table = RatedFilter::modelled_bytes(MAX_SUB_FILTERS, []) as usize;
     assert!(
-        taken <= data.len() + table + WIDE_SCRATCH,
+        taken <= data.len() + table + RATED_SCRATCH,
         "the extension decoder took {taken} bytes for a {}-byte input",
         data.len()
     );
     if let Some(budget) = budget {
         assert!(
-            taken as u64 <= budget.saturating_add(WIDE_SCRATCH as u64),
+            taken as u64 <= budget.saturating_add(RATED_SCRATCH as u64),
             "the extension decoder took {taken} bytes within a budget of {budget}"
         );
     }
     let Ok(mut filter) = decoded else {
         return;
     };
-    assert_eq!(encver, wide_codec::ENCVER);
+    assert_eq!(encver, rated_codec::ENCVER);
     if let Some(budget) = budget {
         assert!(filter.memory_usage() <= budget, "a filter over its budget");
     }
-    layerbloom_fuzz::cuckoo_wide::exercise(&mut filter, b"wide");
+    layerbloom_fuzz::cuckoo_rated::exercise(&mut filter, b"wide");
 }

@@ -5,7 +5,7 @@
 //! byte ranges here); it lands exactly there, and a refused one changes nothing. The loaded
 //! filter is then safe under every operation, and round-trips through the stream it dumps.
 //!
-//! With bit 2 of the flags, the header is the extension's (52 bytes, `wide_codec`) and the
+//! With bit 2 of the flags, the header is the extension's (52 bytes, `rated_codec`) and the
 //! filter an extension filter: an accepted chunk lands where its iterator says, is whole
 //! 8-slot groups and changes no occupied slot; a refused one changes nothing.
 //!
@@ -17,7 +17,7 @@
 #![no_main]
 
 use layerbloom_filter::cuckoo::codec::{self, Header, HEADER_BYTES};
-use layerbloom_filter::cuckoo::{wide_codec, AnyFilter, WideFilter};
+use layerbloom_filter::cuckoo::{rated_codec, AnyFilter, RatedFilter};
 use layerbloom_filter::format::{CodecError, Strictness};
 use layerbloom_fuzz::cuckoo::{exercise, scandump_round_trip};
 use layerbloom_fuzz::Input;
@@ -39,7 +39,7 @@ fuzz_target!(|data: &[u8]| {
     let header_bytes = if flags & 2 != 0 {
         input.bytes16()
     } else if flags & 4 != 0 {
-        input.take(wide_codec::HEADER_BYTES)
+        input.take(rated_codec::HEADER_BYTES)
     } else {
         input.take(HEADER_BYTES)
     };
@@ -47,7 +47,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     if flags & 4 != 0 {
-        wide(header_bytes, strictness, &mut input);
+        rated(header_bytes, strictness, &mut input);
         return;
     }
     let header = match Header::decode(header_bytes) {
@@ -159,9 +159,9 @@ fuzz_target!(|data: &[u8]| {
 });
 
 /// The chunk target for an extension filter's header.
-fn wide(header_bytes: &[u8], strictness: Strictness, input: &mut Input) {
+fn rated(header_bytes: &[u8], strictness: Strictness, input: &mut Input) {
     let filter = match AnyFilter::from_header(header_bytes, strictness, LOAD_LIMIT) {
-        Ok(AnyFilter::Wide(f)) => f,
+        Ok(AnyFilter::Rated(f)) => f,
         Ok(AnyFilter::Redis(_)) => {
             assert_eq!(
                 header_bytes.len(),
@@ -172,10 +172,10 @@ fn wide(header_bytes: &[u8], strictness: Strictness, input: &mut Input) {
         }
         Err(_) => return,
     };
-    let mut filter: WideFilter = *filter;
+    let mut filter: RatedFilter = *filter;
     assert!(filter.memory_usage() <= LOAD_LIMIT);
     assert_eq!(
-        wide_codec::WideHeader::of(&filter).encode().as_slice(),
+        rated_codec::RatedHeader::of(&filter).encode().as_slice(),
         header_bytes,
         "the filter is the header's"
     );
@@ -210,7 +210,7 @@ fn wide(header_bytes: &[u8], strictness: Strictness, input: &mut Input) {
             raw
         };
         let before = small.then(|| filter.clone());
-        match wide_codec::load_chunk(&mut filter, it, chunk) {
+        match rated_codec::load_chunk(&mut filter, it, chunk) {
             Ok(()) => {
                 let off = it - 1 - len;
                 let mut start = 0;
@@ -254,7 +254,7 @@ fn wide(header_bytes: &[u8], strictness: Strictness, input: &mut Input) {
             }
         }
     }
-    layerbloom_fuzz::cuckoo_wide::check_shape(&filter);
-    layerbloom_fuzz::cuckoo_wide::scandump_round_trip(&filter);
-    layerbloom_fuzz::cuckoo_wide::exercise(&mut filter, b"chunk");
+    layerbloom_fuzz::cuckoo_rated::check_shape(&filter);
+    layerbloom_fuzz::cuckoo_rated::scandump_round_trip(&filter);
+    layerbloom_fuzz::cuckoo_rated::exercise(&mut filter, b"chunk");
 }

@@ -12,7 +12,7 @@ use layerbloom_filter::format::{CodecError, RdbSource};
 use layerbloom_filter::ScalableFilter;
 
 pub mod cuckoo;
-pub mod cuckoo_wide;
+pub mod cuckoo_rated;
 pub mod window;
 
 /// Memory bound for anything built from fuzz input: the filters' growth and the headers that

@@ -1,5 +1,5 @@
 //! A cuckoo filter of either layout: RedisBloom's ([`CuckooFilter`], 8-bit fingerprints, its
-//! formats bit for bit) or the extension's ([`WideFilter`], a rate of one's choosing). Every
+//! formats bit for bit) or the extension's ([`RatedFilter`], a rate of one's choosing). Every
 //! command works on this one type; each layout keeps its own code and formats.
 
 use std::borrow::Cow;
@@ -7,8 +7,8 @@ use std::borrow::Cow;
 use super::codec::{self, RdbField};
 use super::health::{self, Occupancy};
 use super::rate::Widths;
-use super::wide::WideFilter;
-use super::wide_codec;
+use super::rated::RatedFilter;
+use super::rated_codec;
 use super::{CuckooError, CuckooFilter, Info, Limits, Params};
 use crate::error::FilterError;
 use crate::format::{CodecError, Strictness};
@@ -18,7 +18,7 @@ use crate::format::{CodecError, Strictness};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AnyFilter {
     Redis(CuckooFilter),
-    Wide(Box<WideFilter>),
+    Rated(Box<RatedFilter>),
 }
 
 /// Calls the same method on either layout.
@@ -26,7 +26,7 @@ macro_rules! either {
     ($self:expr, $f:ident => $body:expr) => {
         match $self {
             AnyFilter::Redis($f) => $body,
-            AnyFilter::Wide($f) => $body,
+            AnyFilter::Rated($f) => $body,
         }
     };
 }
@@ -37,9 +37,9 @@ impl From<CuckooFilter> for AnyFilter {
     }
 }
 
-impl From<WideFilter> for AnyFilter {
-    fn from(f: WideFilter) -> Self {
-        AnyFilter::Wide(Box::new(f))
+impl From<RatedFilter> for AnyFilter {
+    fn from(f: RatedFilter) -> Self {
+        AnyFilter::Rated(Box::new(f))
     }
 }
 
@@ -55,8 +55,8 @@ impl Occupancy for AnyFilter {
 
 impl AnyFilter {
     /// Whether this is an extension filter (stored under its own module type).
-    pub fn is_wide(&self) -> bool {
-        matches!(self, AnyFilter::Wide(_))
+    pub fn is_rated(&self) -> bool {
+        matches!(self, AnyFilter::Rated(_))
     }
 
     pub fn params(&self) -> Params {
@@ -87,7 +87,7 @@ impl AnyFilter {
     pub fn fingerprint_bits(&self) -> Vec<u8> {
         match self {
             AnyFilter::Redis(f) => vec![8; f.sub_filters().len()],
-            AnyFilter::Wide(f) => f.sub_filters().iter().map(|s| s.bits()).collect(),
+            AnyFilter::Rated(f) => f.sub_filters().iter().map(|s| s.bits()).collect(),
         }
     }
 
@@ -95,7 +95,7 @@ impl AnyFilter {
     pub fn error(&self) -> Option<f64> {
         match self {
             AnyFilter::Redis(_) => None,
-            AnyFilter::Wide(f) => Some(f.error()),
+            AnyFilter::Rated(f) => Some(f.error()),
         }
     }
 
@@ -103,7 +103,7 @@ impl AnyFilter {
     pub fn widths(&self) -> Option<Widths> {
         match self {
             AnyFilter::Redis(_) => None,
-            AnyFilter::Wide(f) => Some(f.widths()),
+            AnyFilter::Rated(f) => Some(f.widths()),
         }
     }
 
@@ -121,7 +121,7 @@ impl AnyFilter {
     pub fn relocate(&mut self, to: &mut dyn crate::relocate::Relocator) {
         match self {
             AnyFilter::Redis(f) => f.relocate(to),
-            AnyFilter::Wide(f) => {
+            AnyFilter::Rated(f) => {
                 f.relocate(to);
                 crate::relocate::relocate_box(f, to);
             }
@@ -131,7 +131,7 @@ impl AnyFilter {
     pub fn try_clone(&self) -> Result<Self, FilterError> {
         Ok(match self {
             AnyFilter::Redis(f) => AnyFilter::Redis(f.try_clone()?),
-            AnyFilter::Wide(f) => AnyFilter::from(f.try_clone()?),
+            AnyFilter::Rated(f) => AnyFilter::from(f.try_clone()?),
         })
     }
 
@@ -139,7 +139,7 @@ impl AnyFilter {
     pub fn info(&self) -> Info {
         match self {
             AnyFilter::Redis(f) => f.info(),
-            AnyFilter::Wide(f) => {
+            AnyFilter::Rated(f) => {
                 let p = f.params();
                 let subs = f.sub_filters().len() as u64;
                 Info {
@@ -162,7 +162,7 @@ impl AnyFilter {
     pub fn debug_line(&self) -> String {
         match self {
             AnyFilter::Redis(f) => f.debug_line(),
-            AnyFilter::Wide(f) => {
+            AnyFilter::Rated(f) => {
                 let p = f.params();
                 let widths: Vec<String> =
                     self.fingerprint_bits().iter().map(u8::to_string).collect();
@@ -187,7 +187,7 @@ impl AnyFilter {
     pub fn estimated_fpr(&self) -> f64 {
         match self {
             AnyFilter::Redis(f) => health::estimated_fpr(f),
-            AnyFilter::Wide(f) => f.estimated_fpr(),
+            AnyFilter::Rated(f) => f.estimated_fpr(),
         }
     }
 
@@ -254,7 +254,7 @@ impl AnyFilter {
     pub fn header(&self) -> Vec<u8> {
         match self {
             AnyFilter::Redis(f) => codec::Header::of(f).encode().to_vec(),
-            AnyFilter::Wide(f) => wide_codec::WideHeader::of(f).encode().to_vec(),
+            AnyFilter::Rated(f) => rated_codec::RatedHeader::of(f).encode().to_vec(),
         }
     }
 
@@ -264,9 +264,10 @@ impl AnyFilter {
         strictness: Strictness,
         max_bytes: u64,
     ) -> Result<Self, HeaderError> {
-        if bytes.len() == wide_codec::HEADER_BYTES {
-            let header = wide_codec::WideHeader::decode(bytes).map_err(|_| HeaderError::Invalid)?;
-            wide_codec::filter_from_header(&header, strictness, max_bytes)
+        if bytes.len() == rated_codec::HEADER_BYTES {
+            let header =
+                rated_codec::RatedHeader::decode(bytes).map_err(|_| HeaderError::Invalid)?;
+            rated_codec::filter_from_header(&header, strictness, max_bytes)
                 .map(AnyFilter::from)
                 .map_err(HeaderError::Refused)
         } else {
@@ -281,7 +282,7 @@ impl AnyFilter {
     pub fn dump_chunk(&self, it: u64) -> Option<(u64, Cow<'_, [u8]>)> {
         match self {
             AnyFilter::Redis(f) => codec::dump_chunk(f, it),
-            AnyFilter::Wide(f) => wide_codec::dump_chunk(f, it),
+            AnyFilter::Rated(f) => rated_codec::dump_chunk(f, it),
         }
     }
 
@@ -289,7 +290,7 @@ impl AnyFilter {
     pub fn load_chunk(&mut self, it: u64, data: &[u8]) -> Result<(), CodecError> {
         match self {
             AnyFilter::Redis(f) => codec::load_chunk(f, it, data),
-            AnyFilter::Wide(f) => wide_codec::load_chunk(f, it, data),
+            AnyFilter::Rated(f) => rated_codec::load_chunk(f, it, data),
         }
     }
 
@@ -297,7 +298,7 @@ impl AnyFilter {
     pub fn rdb_fields(&self) -> Box<dyn Iterator<Item = RdbField<'_>> + '_> {
         match self {
             AnyFilter::Redis(f) => Box::new(codec::rdb_fields(f)),
-            AnyFilter::Wide(f) => Box::new(wide_codec::rdb_fields(f)),
+            AnyFilter::Rated(f) => Box::new(rated_codec::rdb_fields(f)),
         }
     }
 
@@ -310,10 +311,10 @@ impl AnyFilter {
                 .iter()
                 .map(|s| (s.as_bytes(), codec::MAX_CHUNK_BYTES))
                 .collect(),
-            AnyFilter::Wide(f) => f
+            AnyFilter::Rated(f) => f
                 .sub_filters()
                 .iter()
-                .map(|s| (s.as_bytes(), wide_codec::piece_bytes(s.bits())))
+                .map(|s| (s.as_bytes(), rated_codec::piece_bytes(s.bits())))
                 .collect(),
         }
     }

@@ -2,6 +2,7 @@
 //! RedisBloom's exact placement rules (see the module documentation).
 
 use super::params::{Params, MAX_SUB_FILTERS};
+use super::slots::{self, Batch, Chain, Slots, Tally};
 use super::CuckooError;
 use crate::error::FilterError;
 use crate::fallible::{try_push, try_vec};
@@ -42,36 +43,44 @@ pub(crate) fn open_subs(full: impl Iterator<Item = bool>) -> Vec<usize> {
     open
 }
 
-/// Evictions (swaps of the walk, not counting their undo) one adding command may spend over
-/// all its items. Counted in swaps, not time, for the same reason as `COMPACT_BUDGET`: the
-/// primary, its replicas and an AOF replay stop at the same item. It covers 16 walks of the
-/// longest `max_iterations` (65535), so a single add never meets it, nor a batch whose items
-/// × `max_iterations` fit in it (100 items at the default 20 need at most 2000); without it a
-/// CF.INSERT of many items into a nearly full filter walks up to 65535 swaps per item over
-/// buckets of up to 255 slots, minutes in all. 2^20 swaps and their undo over 255-slot
-/// buckets take about 0.1 s.
-pub const KICK_BUDGET: u64 = 1 << 20;
+/// Work one adding command may spend on eviction walks, over all its items, in compaction's
+/// units (`probe_cost`): each swap of a walk moves the evicted fingerprint into the next
+/// bucket, a probe of its slots; a walk that fails is undone swap by swap, as many probes
+/// again. Counted in work, not time, for the same reason as `COMPACT_BUDGET`: the primary,
+/// its replicas and an AOF replay stop at the same item. Counted in swaps alone (2^20 of
+/// them) a batch over 255-slot buckets took 0.2-0.3 s, and one walk of 65535 swaps 16 ms.
+/// 2^24 units pay a whole walk of 65535 swaps and its undo at any bucket size up to 64, so
+/// such filters walk exactly as RedisBloom's; a walk over larger buckets is cut to what the
+/// budget pays (`walk_limit`), a few milliseconds.
+pub const WALK_BUDGET: u64 = 1 << 24;
 
-/// The eviction budget's rule, the same for both layouts (`kick_within` of each): no walk
-/// where the newest sub-filter has no `room` (an empty slot); `KickBudget`, before any swap,
-/// where `kicks` could not pay a walk of `max_iterations` swaps; else the `walk` (`Some(swaps)`
-/// when it placed the item, `None` after `max_iterations` swaps undone), paid from `kicks`.
-pub(super) fn walk_within(
-    room: bool,
-    max_iterations: u16,
-    kicks: &mut u64,
-    walk: impl FnOnce() -> Option<u64>,
-) -> Result<bool, CuckooError> {
-    if !room {
-        return Ok(false);
+/// The longest eviction walk of a filter: `max_iterations` swaps, or fewer where a walk of
+/// that many and its undo would cost more than `WALK_BUDGET` (bucket sizes over 64 at the
+/// highest `max_iterations`: at 255 slots, 26,296 swaps). A walk cut there fails, and is
+/// undone, as one that reached `max_iterations`. The same on every server, so replicas and
+/// the AOF place every item where the primary did.
+pub fn walk_limit(max_iterations: u16, bucket_size: u8) -> u64 {
+    u64::from(max_iterations).min(WALK_BUDGET / (2 * probe_cost(u64::from(bucket_size))))
+}
+
+/// The first empty (zero) slot of a bucket: eight slots a step, so that an eviction walk
+/// over 255-slot buckets, which probes one bucket a swap, is not a byte-at-a-time scan.
+#[inline]
+pub(crate) fn first_empty(bucket: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    let mut words = bucket.chunks_exact(8);
+    for (k, word) in (&mut words).enumerate() {
+        let w = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+        // The lowest set bit marks the first zero byte (bits above it may be false).
+        let zero = w.wrapping_sub(ONES) & !w & HIGHS;
+        if zero != 0 {
+            return Some(k * 8 + zero.trailing_zeros() as usize / 8);
+        }
     }
-    let max = u64::from(max_iterations);
-    if *kicks < max {
-        return Err(CuckooError::KickBudget);
-    }
-    let swaps = walk();
-    *kicks -= swaps.unwrap_or(max);
-    Ok(swaps.is_some())
+    let rest = words.remainder();
+    let done = bucket.len() - rest.len();
+    rest.iter().position(|&s| s == 0).map(|i| done + i)
 }
 
 /// An item's fingerprint and its two candidate bucket hashes. A sub-filter of `n` buckets
@@ -234,30 +243,6 @@ impl SubFilter {
         &mut self.slots[start..start + bs]
     }
 
-    /// Stores `fp` in the first empty slot of bucket `b`, if it has one.
-    #[inline]
-    fn put(&mut self, b: u64, bs: usize, fp: u8) -> bool {
-        let bucket = self.bucket_mut(b, bs);
-        match bucket.iter().position(|&s| s == 0) {
-            Some(i) => {
-                bucket[i] = fp;
-                self.occupied += 1;
-                if self.huge.due(self.occupied) {
-                    self.huge.step(&self.slots, self.occupied);
-                }
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Empties slot `slot` of bucket `b`, which holds a fingerprint.
-    #[inline]
-    fn clear(&mut self, b: u64, bs: usize, slot: usize) {
-        self.bucket_mut(b, bs)[slot] = 0;
-        self.occupied -= 1;
-    }
-
     /// Whether either candidate bucket holds the fingerprint.
     #[inline]
     fn holds(&self, h: &CuckooHash, bs: usize) -> bool {
@@ -271,6 +256,86 @@ impl SubFilter {
         let m = self.mask();
         prefetch(self.slots[(h.h1 & m) as usize * bs..].as_ptr());
         prefetch(self.slots[(h.h2 & m) as usize * bs..].as_ptr());
+    }
+}
+
+impl Slots for SubFilter {
+    type Fp = u8;
+    type Hash = CuckooHash;
+    type Ctx = ();
+    const EMPTY: u8 = 0;
+
+    #[inline]
+    fn buckets(&self) -> u64 {
+        self.buckets
+    }
+
+    #[inline]
+    fn occupied(&self) -> u64 {
+        self.occupied
+    }
+
+    #[inline]
+    fn is_full(&self) -> bool {
+        SubFilter::is_full(self)
+    }
+
+    #[inline]
+    fn fp(&self, h: &CuckooHash) -> u8 {
+        h.fp
+    }
+
+    #[inline]
+    fn hashes(h: &CuckooHash) -> (u64, u64) {
+        (h.h1, h.h2)
+    }
+
+    #[inline]
+    fn alt(&self, (): (), b: u64, fp: u8) -> u64 {
+        b ^ alt_offset(fp)
+    }
+
+    #[inline]
+    fn cut_for(&self, fp: u8, _: &Self) -> u8 {
+        fp
+    }
+
+    #[inline]
+    fn slot_at(&self, bs: u64, b: u64, slot: u64) -> u8 {
+        self.bucket(b, bs as usize)[slot as usize]
+    }
+
+    #[inline]
+    fn replace_at(&mut self, bs: u64, b: u64, slot: u64, fp: u8) -> u8 {
+        std::mem::replace(&mut self.bucket_mut(b, bs as usize)[slot as usize], fp)
+    }
+
+    #[inline]
+    fn find_in(&self, bs: u64, b: u64, fp: u8) -> Option<u64> {
+        let at = self.bucket(b, bs as usize).iter().position(|&x| x == fp);
+        at.map(|i| i as u64)
+    }
+
+    #[inline]
+    fn put_in(&mut self, bs: u64, b: u64, fp: u8) -> bool {
+        let bucket = self.bucket_mut(b, bs as usize);
+        match first_empty(bucket) {
+            Some(i) => {
+                bucket[i] = fp;
+                self.occupied += 1;
+                if self.huge.due(self.occupied) {
+                    self.huge.step(&self.slots, self.occupied);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[inline]
+    fn clear_at(&mut self, bs: u64, b: u64, slot: u64) {
+        self.bucket_mut(b, bs as usize)[slot as usize] = 0;
+        self.occupied -= 1;
     }
 }
 
@@ -578,164 +643,39 @@ impl CuckooFilter {
         out
     }
 
-    // ---- inserts ------------------------------------------------------------------------
+    // ---- inserts (written once for both layouts: `slots`) ------------------------------
 
-    /// Refuses an adding command once the filter has `limits.max_expansions` sub-filters,
-    /// whether or not its items would fit (RedisBloom's rule, checked once per command).
+    /// `slots::check_expansions`.
     pub fn check_expansions(&self, limits: &Limits) -> Result<(), CuckooError> {
-        if self.subs.len() >= limits.max_expansions {
-            return Err(CuckooError::MaxExpansions);
-        }
-        Ok(())
+        slots::check_expansions(self, limits)
     }
 
     /// `CF.ADD`: adds the item even if present (a duplicate takes another slot).
     pub fn add(&mut self, item: &[u8], limits: &Limits) -> Result<(), CuckooError> {
-        self.check_expansions(limits)?;
-        self.insert_hash(
-            &CuckooHash::of(item),
-            limits.max_bytes,
-            &mut KICK_BUDGET.clone(),
-        )
+        slots::add(self, item, limits)
     }
 
     /// `CF.ADDNX`: adds the item unless it looks present; `Ok(false)` changed nothing.
     pub fn add_nx(&mut self, item: &[u8], limits: &Limits) -> Result<bool, CuckooError> {
-        self.check_expansions(limits)?;
-        let h = CuckooHash::of(item);
-        if self.contains_hash(&h) {
-            return Ok(false);
-        }
-        self.insert_hash(&h, limits.max_bytes, &mut KICK_BUDGET.clone())
-            .map(|()| true)
+        slots::add_nx(self, item, limits)
     }
 
-    /// `CF.INSERT` (`nx` false) and `CF.INSERTNX` (`nx` true) within a fresh `KICK_BUDGET`:
+    /// `CF.INSERT` (`nx` false) and `CF.INSERTNX` (`nx` true) within a fresh `WALK_BUDGET`:
     /// `insert_many_within`.
-    pub fn insert_many(
-        &mut self,
-        items: &[&[u8]],
-        nx: bool,
-        limits: &Limits,
-    ) -> Result<Vec<Result<bool, CuckooError>>, CuckooError> {
-        self.insert_many_within(items, nx, limits, &mut KICK_BUDGET.clone())
+    pub fn insert_many(&mut self, items: &[&[u8]], nx: bool, limits: &Limits) -> Batch {
+        self.insert_many_within(items, nx, limits, &mut WALK_BUDGET.clone())
     }
 
-    /// `CF.INSERT` / `CF.INSERTNX`: the expansion limit is checked once, before any item
-    /// (`Err`); then one result per item, as if added one by one: `Ok(true)` added,
-    /// `Ok(false)` present (NX only), `Err(Full)` did not fit (the next items are still
-    /// tried). Any other error stops the batch: the results end there. `kicks` is what is
-    /// left of the command's eviction budget, spent by each walk; an item whose walk could
-    /// need more than is left is refused with `Err(KickBudget)` before it walks.
+    /// `CF.INSERT` / `CF.INSERTNX` within what is left of the command's eviction budget
+    /// (`slots::insert_many_within`).
     pub fn insert_many_within(
         &mut self,
         items: &[&[u8]],
         nx: bool,
         limits: &Limits,
         kicks: &mut u64,
-    ) -> Result<Vec<Result<bool, CuckooError>>, CuckooError> {
-        self.check_expansions(limits)?;
-        let mut out = Vec::with_capacity(items.len());
-        let mut batch = [CuckooHash::from_hash(0); BATCH];
-        for chunk in items.chunks(BATCH) {
-            let hashes = hash_batch(chunk, &mut batch);
-            // Only a hint: earlier inserts of the batch may grow the filter, which changes
-            // nothing about the results. An insert looks for room in the newest sub-filter
-            // first and seldom looks further, so only its buckets are asked for (memory
-            // bandwidth, not latency, bounds a batch); an NX insert's lookup reads them all.
-            self.prefetch_batch(hashes, if nx { self.subs.len() } else { 1 });
-            for h in hashes {
-                let result = if nx && self.contains_hash(h) {
-                    Ok(false)
-                } else {
-                    self.insert_hash(h, limits.max_bytes, kicks).map(|()| true)
-                };
-                let stop = matches!(&result, Err(e) if *e != CuckooError::Full);
-                out.push(result);
-                if stop {
-                    return Ok(out);
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// Adds a fingerprint: the first empty slot of its buckets from the newest sub-filter to
-    /// the oldest, else evictions in the newest (within `kicks`), else a new sub-filter. A
-    /// failure changes nothing.
-    fn insert_hash(
-        &mut self,
-        h: &CuckooHash,
-        max_bytes: u64,
-        kicks: &mut u64,
-    ) -> Result<(), CuckooError> {
-        if !self.place(h) && !self.kick_within(h, kicks)? {
-            if self.params.expansion == 0 {
-                return Err(CuckooError::Full);
-            }
-            self.grow(max_bytes)?;
-            let placed = self.place(h);
-            debug_assert!(placed, "a new sub-filter is empty");
-        }
-        self.items = self.items.saturating_add(1);
-        Ok(())
-    }
-
-    fn place(&mut self, h: &CuckooHash) -> bool {
-        let bs = self.bs();
-        for s in self.subs.iter_mut().rev() {
-            let m = s.mask();
-            if s.put(h.h1 & m, bs, h.fp) || s.put(h.h2 & m, bs, h.fp) {
-                return true;
-            }
-        }
-        false
-    }
-
-    /// `kick`, skipped when the newest sub-filter has no empty slot: swaps keep the count of
-    /// fingerprints, so every walk there ends undone and changes nothing, after up to
-    /// `max_iterations` swaps over buckets of up to 255 slots (milliseconds per item).
-    /// Refused with `KickBudget`, before any swap, when `kicks` could not pay a walk of
-    /// `max_iterations` swaps: a walk cut short would fail (or grow the filter) where
-    /// RedisBloom's succeeds. The swaps made are taken from `kicks`.
-    fn kick_within(&mut self, h: &CuckooHash, kicks: &mut u64) -> Result<bool, CuckooError> {
-        let room = self.subs.last().is_some_and(|s| !s.is_full());
-        let max = self.params.max_iterations;
-        walk_within(room, max, kicks, || self.kick(h))
-    }
-
-    /// The eviction walk in the newest sub-filter, from bucket `h1`: swap the fingerprint in
-    /// hand with the victim slot (0, 1, ... cycling), carry the evicted one to its other
-    /// bucket, stop at the first empty slot. Deterministic: it depends only on the item and
-    /// the filter. When it fails after `max_iterations` swaps (`None`), the swaps are undone
-    /// in reverse, which needs no log: with a power-of-two bucket count, a fingerprint's
-    /// previous bucket is its current one XOR its offset. `Some(swaps)` when it placed it.
-    fn kick(&mut self, h: &CuckooHash) -> Option<u64> {
-        let bs = self.bs();
-        let max = usize::from(self.params.max_iterations);
-        let s = self.subs.last_mut()?;
-        let mask = s.mask();
-        let mut b = h.h1 & mask;
-        let mut hand = h.fp;
-        for i in 0..max {
-            std::mem::swap(&mut hand, &mut s.bucket_mut(b, bs)[i % bs]);
-            let next = (b ^ alt_offset(hand)) & mask;
-            if s.put(next, bs, hand) {
-                return Some(i as u64 + 1);
-            }
-            if i + 1 < max {
-                b = next;
-            }
-        }
-        // `b` is the bucket of the last swap; walk back.
-        for j in (0..max).rev() {
-            std::mem::swap(&mut hand, &mut s.bucket_mut(b, bs)[j % bs]);
-            if j > 0 {
-                b = (b ^ alt_offset(hand)) & mask;
-            }
-        }
-        debug_assert_eq!(hand, h.fp);
-        None
+    ) -> Batch {
+        slots::insert_many_within(self, items, nx, limits, kicks)
     }
 
     /// Appends a sub-filter `expansion` times the newest one's size, within `max_bytes`.
@@ -773,123 +713,78 @@ impl CuckooFilter {
 
     // ---- deletes ------------------------------------------------------------------------
 
-    /// `CF.DEL`: removes one copy of the fingerprint (newest sub-filter first, bucket `h1`
-    /// before `h2`). An item never added may remove another item's equal fingerprint: that
-    /// item is then a false negative. With several sub-filters, once deletes exceed a tenth
-    /// of the items the filter compacts itself (`compact`, stopping at the first sub-filter
-    /// it cannot empty).
+    /// `CF.DEL` (`slots::delete_hash`): newest sub-filter first, bucket `h1` before `h2`, and
+    /// the automatic compaction past a tenth of the items.
     pub fn delete(&mut self, item: &[u8]) -> bool {
         self.delete_hash(&CuckooHash::of(item))
     }
 
     pub fn delete_hash(&mut self, h: &CuckooHash) -> bool {
-        let bs = self.bs();
-        let found = self.subs.iter_mut().rev().any(|s| {
-            let m = s.mask();
-            [h.h1 & m, h.h2 & m].into_iter().any(|b| {
-                match s.bucket(b, bs).iter().position(|&x| x == h.fp) {
-                    Some(i) => {
-                        s.clear(b, bs, i);
-                        true
-                    }
-                    None => false,
-                }
-            })
-        });
-        if !found {
-            self.deletes_not_found = self.deletes_not_found.saturating_add(1);
-            return false;
-        }
-        self.items = self.items.saturating_sub(1);
-        self.deletes = self.deletes.saturating_add(1);
-        if self.subs.len() > 1 && u128::from(self.deletes) * 10 > u128::from(self.items) {
-            self.compact_with(false, COMPACT_BUDGET);
-        }
-        true
+        slots::delete_hash(self, h)
     }
 
     /// `CF.COMPACT`: moves fingerprints from newer sub-filters into older ones and drops the
     /// newest while it empties; the delete count restarts at 0. It stops after
-    /// `COMPACT_BUDGET` bucket probes: a filter that needs more compacts over several calls.
+    /// `COMPACT_BUDGET` units of work: a filter that needs more compacts over several calls.
     pub fn compact(&mut self) {
         self.compact_with(true, COMPACT_BUDGET);
     }
 
-    /// For each sub-filter from the newest down to the second, each fingerprint (bucket by
-    /// bucket, slot by slot) moves to the first empty slot of its two buckets in the oldest
-    /// sub-filter that has one. The two buckets come from its current bucket index: every
-    /// older sub-filter's bucket count divides this one's, so they are the item's own. An
-    /// emptied newest sub-filter is dropped. `past_full` continues past a sub-filter that
-    /// could not be emptied (`CF.COMPACT`); the automatic compaction stops there.
-    ///
-    /// Sub-filters without an empty slot are skipped (a put there fails anyway), and so are
-    /// the rest of a sub-filter's buckets once it is empty: the results are RedisBloom's. It
-    /// stops where it is after `budget` probes (one per bucket read or searched); the
-    /// fingerprints moved so far stay moved and the sub-filter it was on stays.
+    /// `slots::compact_chain`: compaction within `budget` units of work.
     pub(crate) fn compact_with(&mut self, past_full: bool, budget: u64) -> u64 {
-        let bs = self.bs();
-        let probe = probe_cost(bs as u64);
-        let mut spent = 0u64;
-        let mut open = open_subs(self.subs.iter().map(SubFilter::is_full));
-        'subs: for i in (1..self.subs.len()).rev() {
-            while open.last().is_some_and(|&j| j >= i) {
-                open.pop();
-            }
-            let (older, rest) = self.subs.split_at_mut(i);
-            let sub = &mut rest[0];
-            for b in 0..sub.buckets {
-                if sub.occupied == 0 || open.is_empty() {
-                    break;
-                }
-                if spent >= budget {
-                    break 'subs;
-                }
-                spent += probe;
-                for slot in 0..bs {
-                    let fp = sub.bucket(b, bs)[slot];
-                    if fp == 0 {
-                        continue;
-                    }
-                    let alt = b ^ alt_offset(fp);
-                    let mut moved = false;
-                    let mut k = 0;
-                    while k < open.len() {
-                        // Checked per fingerprint: one bucket's fingerprints may each probe
-                        // every older sub-filter.
-                        if spent >= budget {
-                            break 'subs;
-                        }
-                        let o = &mut older[open[k]];
-                        let m = o.mask();
-                        spent += probe;
-                        moved = o.put(b & m, bs, fp);
-                        if !moved {
-                            spent += probe;
-                            moved = o.put(alt & m, bs, fp);
-                        }
-                        if moved {
-                            if o.is_full() {
-                                open.remove(k);
-                            }
-                            break;
-                        }
-                        k += 1;
-                    }
-                    if moved {
-                        sub.clear(b, bs, slot);
-                    }
-                }
-            }
-            if sub.occupied == 0 {
-                if i == self.subs.len() - 1 {
-                    self.subs.pop();
-                }
-            } else if !past_full {
-                break;
-            }
+        slots::compact_chain(self, past_full, budget)
+    }
+}
+
+impl Chain for CuckooFilter {
+    type Sub = SubFilter;
+    type Hash = CuckooHash;
+
+    #[inline]
+    fn subs(&self) -> &[SubFilter] {
+        &self.subs
+    }
+
+    #[inline]
+    fn params(&self) -> Params {
+        self.params
+    }
+
+    #[inline]
+    fn ctx(&self) {}
+
+    #[inline]
+    fn hash(&self, item: &[u8]) -> CuckooHash {
+        CuckooHash::of(item)
+    }
+
+    #[inline]
+    fn blank(&self) -> CuckooHash {
+        CuckooHash::from_hash(0)
+    }
+
+    #[inline]
+    fn contains_hash(&self, h: &CuckooHash) -> bool {
+        CuckooFilter::contains_hash(self, h)
+    }
+
+    #[inline]
+    fn prefetch_batch(&self, hashes: &[CuckooHash], subs: usize) {
+        CuckooFilter::prefetch_batch(self, hashes, subs)
+    }
+
+    #[inline]
+    fn tally(&mut self) -> Tally<'_, SubFilter> {
+        Tally {
+            subs: &mut self.subs,
+            items: &mut self.items,
+            deletes: &mut self.deletes,
+            deletes_not_found: &mut self.deletes_not_found,
         }
-        self.deletes = 0;
-        spent
+    }
+
+    fn grow(&mut self, max_bytes: u64) -> Result<(), CuckooError> {
+        CuckooFilter::grow(self, max_bytes)
     }
 }
 

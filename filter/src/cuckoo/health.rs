@@ -13,7 +13,7 @@
 //!
 //! (per sub-filter `rate::false_positive_rate`; about `Σ 2b·α_i / 255` while small).
 
-use super::{rate, CuckooFilter, WideFilter};
+use super::{rate, CuckooFilter, RatedFilter};
 use crate::bloom::health::warning_mark;
 
 /// The fill of a filter's sub-filters, whatever their layout.
@@ -34,7 +34,7 @@ impl Occupancy for CuckooFilter {
     }
 }
 
-impl Occupancy for WideFilter {
+impl Occupancy for RatedFilter {
     fn sub_filter_count(&self) -> usize {
         self.sub_filters().len()
     }
@@ -46,7 +46,7 @@ impl Occupancy for WideFilter {
 }
 
 /// The width of RedisBloom's layout (an extension filter estimates its own rate:
-/// `WideFilter::estimated_fpr`).
+/// `RatedFilter::estimated_fpr`).
 const FINGERPRINT_BITS: u8 = 8;
 
 /// Each sub-filter's load (occupied slots / slots), oldest first.

@@ -34,8 +34,10 @@
 //! full instead. Sub-filter `i` has `buckets × expansion^i` buckets. An adding command is
 //! refused before any item once the filter has `max_expansions` (RedisBloom: 32)
 //! sub-filters; one `CF.INSERT` may still grow past it, up to [`params::MAX_SUB_FILTERS`].
-//! The walks of one batch share [`KICK_BUDGET`] evictions: an item whose walk could need more
-//! than is left is refused before it walks ([`CuckooError::KickBudget`]) and ends the batch.
+//! A walk is cut to what [`WALK_BUDGET`] pays ([`walk_limit`]: only over buckets of more
+//! than 64 slots), and the walks of one batch share that budget, counted in work (bucket
+//! probes of their slots), as compaction's: an item whose walk could need more than is left
+//! is refused before it walks ([`CuckooError::KickBudget`]) and ends the batch.
 //!
 //! # Deletes
 //! A delete removes one slot equal to the fingerprint from the item's buckets, newest
@@ -50,21 +52,23 @@
 //! - Persisted data is validated and refused with an error where RedisBloom asserts,
 //!   divides by zero or truncates ([`codec`]); `CF.LOADCHUNK` never overwrites a fingerprint.
 //! - Sub-filters are capped at [`params::MAX_SUB_FILTERS`]; counters saturate.
-//! - A batch stops at its eviction budget ([`KICK_BUDGET`]); RedisBloom walks every item.
+//! - A batch stops at its eviction budget ([`WALK_BUDGET`]); RedisBloom walks every item.
+//! - A walk over buckets of more than 64 slots stops at [`walk_limit`] swaps where
+//!   `max_iterations` is higher (26,296 at 255 slots); RedisBloom walks `max_iterations`.
 //! - Items of RedisBloom's oldest encodings (1.x / 2.0, encoding versions 0..3) that were
 //!   placed with its former 32-bit hash are looked up with the 64-bit scheme, as RedisBloom
 //!   2.2+ does: the data cannot tell which hash placed it, and the recorded answers of
 //!   RedisBloom for such data are these.
 //!
-//! # A false-positive rate of one's choosing (the extension, [`wide`])
+//! # A false-positive rate of one's choosing (the extension, [`rated`])
 //! RedisBloom's layout fixes `f = 8` bits per fingerprint. An extension filter is created for
 //! a rate `ε`: [`rate::shape_for_rate`] picks the bucket size `b` with the fewest bits per
 //! item `f / α(b)` at the load `α(b)` inserts reach, and [`rate::widths_for`] the fingerprint
 //! width of each sub-filter (the first sized for most of `ε`, the others for what is left, a
 //! bit wider each), so that the whole filter stays at or under `ε`. Its fingerprints are
-//! packed `f`-bit fields and are cut from the item hash differently ([`wide`]); it persists
+//! packed `f`-bit fields and are cut from the item hash differently ([`rated`]); it persists
 //! under a module type of its own with its own encoding and a 52-byte SCANDUMP header
-//! ([`wide_codec`]), which RedisBloom refuses instead of misreading. Filters created without
+//! ([`rated_codec`]), which RedisBloom refuses instead of misreading. Filters created without
 //! the extension are RedisBloom's layout bit for bit. [`AnyFilter`] is either.
 
 mod any;
@@ -73,13 +77,16 @@ mod filter;
 pub mod health;
 pub mod params;
 pub mod rate;
-pub mod wide;
-pub mod wide_codec;
+pub mod rated;
+pub mod rated_codec;
+mod slots;
 
 pub use any::{AnyFilter, HeaderError};
-pub use filter::{CuckooFilter, CuckooHash, Info, Limits, SubFilter, ALT_MULTIPLIER, KICK_BUDGET};
+pub use filter::{
+    walk_limit, CuckooFilter, CuckooHash, Info, Limits, SubFilter, ALT_MULTIPLIER, WALK_BUDGET,
+};
 pub use params::{ParamError, Params};
-pub use wide::{WideFilter, WideSub};
+pub use rated::{RatedFilter, RatedSub};
 
 use crate::error::FilterError;
 
@@ -92,7 +99,7 @@ pub enum CuckooError {
     /// The filter has reached the sub-filter count at which adding commands are refused.
     #[error("Maximum expansions reached")]
     MaxExpansions,
-    /// The adding command spent its eviction budget (`KICK_BUDGET`) before this item's walk:
+    /// The adding command spent its eviction budget (`WALK_BUDGET`) before this item's walk:
     /// this item and the ones after it are not tried.
     #[error("the command's eviction budget is spent")]
     KickBudget,

@@ -208,7 +208,7 @@ impl Extension {
         })
     }
 
-    /// Buckets (a power of two, at least `wide::MIN_BUCKETS`) for `capacity` items at the
+    /// Buckets (a power of two, at least `rated::MIN_BUCKETS`) for `capacity` items at the
     /// reached load, if they fit.
     pub fn buckets_for(&self, capacity: u64) -> Option<u64> {
         let shape = RateShape {
@@ -218,7 +218,7 @@ impl Extension {
         };
         shape
             .buckets_for(capacity)
-            .map(|b| b.max(super::wide::MIN_BUCKETS))
+            .map(|b| b.max(super::rated::MIN_BUCKETS))
     }
 }
 

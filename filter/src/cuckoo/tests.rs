@@ -3,8 +3,8 @@
 mod fixtures;
 mod health;
 mod pages;
+mod rated;
 mod support;
-mod wide;
 mod work;
 
 use std::collections::HashMap;

@@ -6,7 +6,7 @@
 //! batch are layerbloom's own rules, not RedisBloom's; they are modelled from the README.
 
 use layerbloom_filter::cuckoo::params::MAX_SUB_FILTERS;
-use layerbloom_filter::cuckoo::{CuckooError, CuckooFilter, KICK_BUDGET};
+use layerbloom_filter::cuckoo::{CuckooError, CuckooFilter, WALK_BUDGET};
 use layerbloom_filter::hash::murmur64a;
 use layerbloom_filter::FilterError;
 
@@ -144,7 +144,7 @@ impl Model {
 
     pub fn add(&mut self, item: &[u8]) -> Result<(), CuckooError> {
         self.check_expansions()?;
-        self.insert(item, &mut KICK_BUDGET.clone())
+        self.insert(item, &mut WALK_BUDGET.clone())
     }
 
     pub fn add_nx(&mut self, item: &[u8]) -> Result<bool, CuckooError> {
@@ -152,7 +152,7 @@ impl Model {
         if self.contains(item) {
             return Ok(false);
         }
-        self.insert(item, &mut KICK_BUDGET.clone()).map(|()| true)
+        self.insert(item, &mut WALK_BUDGET.clone()).map(|()| true)
     }
 
     pub fn insert_many(
@@ -160,11 +160,12 @@ impl Model {
         items: &[Vec<u8>],
         nx: bool,
     ) -> Result<Vec<Result<bool, CuckooError>>, CuckooError> {
-        self.insert_many_within(items, nx, &mut KICK_BUDGET.clone())
+        self.insert_many_within(items, nx, &mut WALK_BUDGET.clone())
     }
 
-    /// A batch whose walks share `kicks` evictions (README: "an item whose walk could need
-    /// more evictions than the command has left is refused, and the command stops there").
+    /// A batch whose walks share `kicks` units of work (README: a swap costs a probe of the
+    /// bucket size + 64, a failed walk twice its swaps; "an item whose walk could need more
+    /// than the command has left is refused, and the command stops there").
     pub fn insert_many_within(
         &mut self,
         items: &[Vec<u8>],
@@ -209,7 +210,8 @@ impl Model {
             .expect("a sub-filter")
             .iter()
             .all(|b| !b.contains(&0));
-        if !newest_full && *kicks < self.max_iterations as u64 {
+        let probe = self.bucket_size as u64 + 64;
+        if !newest_full && *kicks < 2 * self.walk_limit() as u64 * probe {
             return Err(CuckooError::KickBudget);
         }
         let (placed, swaps) = self.evict(h);
@@ -218,7 +220,11 @@ impl Model {
             "a walk in a full sub-filter placed an item"
         );
         if !newest_full {
-            *kicks -= swaps;
+            *kicks -= if placed {
+                swaps * probe
+            } else {
+                2 * swaps * probe
+            };
         }
         if placed {
             self.items += 1;
@@ -227,7 +233,13 @@ impl Model {
         if self.expansion == 0 {
             return Err(CuckooError::Full);
         }
-        self.grow()?;
+        if let Err(e) = self.grow() {
+            // README: an item refused for growth spends nothing of the budget.
+            if !newest_full {
+                *kicks += 2 * swaps * probe;
+            }
+            return Err(e);
+        }
         let sub = self.subs.last_mut().expect("just grown");
         let n = sub.len() as u64;
         assert!(
@@ -238,18 +250,26 @@ impl Model {
         Ok(())
     }
 
+    /// A walk's swaps: `max_iterations`, or as many as the whole budget pays for with their
+    /// undo (README, "Adds are bounded").
+    fn walk_limit(&self) -> usize {
+        let pays = WALK_BUDGET / (2 * (self.bucket_size as u64 + 64));
+        self.max_iterations.min(pays as usize)
+    }
+
     /// The eviction walk in the newest sub-filter, every swap logged; on failure the log is
     /// replayed backwards. Whether it placed the item, and the swaps it made (not counting
     /// the undo).
     fn evict(&mut self, h: Hashed) -> (bool, u64) {
         let bs = self.bucket_size;
+        let limit = self.walk_limit();
         let sub = self.subs.last_mut().expect("a sub-filter");
         let n = sub.len() as u64;
         let mut bucket = h.h1 % n;
         let mut victim = 0;
         let mut hand = h.fp;
         let mut log = Vec::new();
-        for _ in 0..self.max_iterations {
+        for _ in 0..limit {
             let evicted = sub[bucket as usize][victim];
             sub[bucket as usize][victim] = hand;
             log.push((bucket, victim));

@@ -5,8 +5,8 @@
 
 use super::super::codec::{self, Header};
 use super::super::rate::Widths;
-use super::super::wide::WideFilter;
-use super::super::wide_codec::{self, WideHeader};
+use super::super::rated::RatedFilter;
+use super::super::rated_codec::{self, RatedHeader};
 use crate::cuckoo::{CuckooFilter, Limits, Params};
 use crate::format::Strictness;
 use crate::zeroed::{huge_pages_advised, HUGE_PAGE};
@@ -71,7 +71,7 @@ fn a_large_extension_sub_filter_asks_for_huge_pages_once_dense_and_a_loaded_one_
         bucket_size: 4,
         ..PARAMS
     };
-    let mut f = WideFilter::new(1 << 23, params, widths, 0.001, u64::MAX).unwrap();
+    let mut f = RatedFilter::new(1 << 23, params, widths, 0.001, u64::MAX).unwrap();
     let Some(before) = advised(f.sub_filters()[0].as_bytes()) else {
         eprintln!("no transparent huge pages on this kernel: nothing to check");
         return;
@@ -86,12 +86,12 @@ fn a_large_extension_sub_filter_asks_for_huge_pages_once_dense_and_a_loaded_one_
     f.add(b"the last", &limits).unwrap();
     assert_eq!(advised(f.sub_filters()[0].as_bytes()), Some(true));
 
-    let header = WideHeader::of(&f);
-    let loaded = wide_codec::filter_from_header(&header, Strictness::LoadChunk, u64::MAX).unwrap();
+    let header = RatedHeader::of(&f);
+    let loaded = rated_codec::filter_from_header(&header, Strictness::LoadChunk, u64::MAX).unwrap();
     assert_eq!(advised(loaded.sub_filters()[0].as_bytes()), Some(true));
-    let empty = WideFilter::new(1 << 23, params, widths, 0.001, u64::MAX).unwrap();
+    let empty = RatedFilter::new(1 << 23, params, widths, 0.001, u64::MAX).unwrap();
     let created =
-        wide_codec::filter_from_header(&WideHeader::of(&empty), Strictness::LoadChunk, u64::MAX)
+        rated_codec::filter_from_header(&RatedHeader::of(&empty), Strictness::LoadChunk, u64::MAX)
             .unwrap();
     assert_eq!(advised(created.sub_filters()[0].as_bytes()), Some(false));
     let copy = f.try_clone().unwrap();

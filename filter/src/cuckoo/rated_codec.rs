@@ -1,4 +1,4 @@
-//! The byte formats of extension filters ([`WideFilter`]): their RDB value (module type
+//! The byte formats of extension filters ([`RatedFilter`]): their RDB value (module type
 //! `LBcuckoo-`, encoding version 1) and their `CF.SCANDUMP` / `CF.LOADCHUNK` stream.
 //!
 //! # RDB value
@@ -25,7 +25,7 @@ use std::borrow::Cow;
 use super::codec::{check_shape, RdbField, MAX_CHUNK_BYTES};
 use super::params::Params;
 use super::rate::Widths;
-use super::wide::{slot_bytes, WideFilter, WideSub, MIN_BUCKETS, PAD_BYTES};
+use super::rated::{slot_bytes, RatedFilter, RatedSub, MIN_BUCKETS, PAD_BYTES};
 use crate::error::FilterError;
 use crate::fallible::try_vec;
 use crate::footprint::allocation;
@@ -40,7 +40,7 @@ pub const ENCVER: i32 = 1;
 
 /// An extension filter's header: the whole filter but its slots.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct WideHeader {
+pub struct RatedHeader {
     pub classic: super::codec::Header,
     pub widths: Widths,
     pub error: f64,
@@ -54,7 +54,7 @@ struct Shape {
 
 impl Shape {
     fn modelled_bytes(&self) -> u64 {
-        WideFilter::modelled_bytes(self.subs.len(), self.subs.iter().map(|s| s.2))
+        RatedFilter::modelled_bytes(self.subs.len(), self.subs.iter().map(|s| s.2))
     }
 }
 
@@ -104,10 +104,10 @@ fn check(
     Ok(Shape { params, subs })
 }
 
-impl WideHeader {
-    pub fn of(filter: &WideFilter) -> Self {
+impl RatedHeader {
+    pub fn of(filter: &RatedFilter) -> Self {
         let p = filter.params();
-        WideHeader {
+        RatedHeader {
             classic: super::codec::Header {
                 items: filter.items(),
                 buckets: filter.buckets(),
@@ -141,7 +141,7 @@ impl WideHeader {
         let error = f64::from_bits(u64::from_le_bytes(
             bytes[44..52].try_into().expect("8 bytes"),
         ));
-        Ok(WideHeader {
+        Ok(RatedHeader {
             classic: super::codec::Header::decode(&bytes[..38])?,
             widths: Widths {
                 first: bytes[42],
@@ -181,10 +181,10 @@ impl WideHeader {
 
 /// An empty filter of a header's shape, refused over `max_bytes` by the allocator model.
 pub fn filter_from_header(
-    header: &WideHeader,
+    header: &RatedHeader,
     strictness: Strictness,
     max_bytes: u64,
-) -> Result<WideFilter, CodecError> {
+) -> Result<RatedFilter, CodecError> {
     let shape = header.shape(strictness)?;
     let needed = shape.modelled_bytes();
     if needed > max_bytes {
@@ -199,12 +199,12 @@ pub fn filter_from_header(
         let bucket_size = shape.params.bucket_size;
         // As for RedisBloom's layout: an empty header is a creation, not a load.
         subs.push(if header.classic.items > 0 {
-            WideSub::zeroed_for_load(n, bucket_size, bits)?
+            RatedSub::zeroed_for_load(n, bucket_size, bits)?
         } else {
-            WideSub::zeroed(n, bucket_size, bits)?
+            RatedSub::zeroed(n, bucket_size, bits)?
         });
     }
-    Ok(WideFilter::from_parts(
+    Ok(RatedFilter::from_parts(
         subs,
         header.classic.items,
         header.classic.deletes,
@@ -220,12 +220,12 @@ pub fn piece_bytes(bits: u8) -> u64 {
 }
 
 /// `CF.SCANDUMP key it` of an extension filter (`codec::dump_chunk`'s rules).
-pub fn dump_chunk(filter: &WideFilter, it: u64) -> Option<(u64, Cow<'_, [u8]>)> {
+pub fn dump_chunk(filter: &RatedFilter, it: u64) -> Option<(u64, Cow<'_, [u8]>)> {
     if filter.items() == 0 {
         return None;
     }
     if it == 0 {
-        return Some((1, Cow::Owned(WideHeader::of(filter).encode().to_vec())));
+        return Some((1, Cow::Owned(RatedHeader::of(filter).encode().to_vec())));
     }
     let offset = it - 1;
     let mut start = 0u64;
@@ -257,7 +257,7 @@ fn slot_in(data: &[u8], bits: u8, index: u64) -> u32 {
 
 /// `CF.LOADCHUNK key it data` for a data chunk of an extension filter (see the module
 /// documentation). Nothing changes when refused.
-pub fn load_chunk(filter: &mut WideFilter, it: u64, data: &[u8]) -> Result<(), CodecError> {
+pub fn load_chunk(filter: &mut RatedFilter, it: u64, data: &[u8]) -> Result<(), CodecError> {
     if data.is_empty() {
         return Err(CodecError::BadData("an empty chunk"));
     }
@@ -302,7 +302,7 @@ pub fn load_chunk(filter: &mut WideFilter, it: u64, data: &[u8]) -> Result<(), C
 }
 
 /// The filter's RDB value, field by field.
-pub fn rdb_fields(filter: &WideFilter) -> impl Iterator<Item = RdbField<'_>> {
+pub fn rdb_fields(filter: &RatedFilter) -> impl Iterator<Item = RdbField<'_>> {
     let p = filter.params();
     let w = filter.widths();
     let head = [
@@ -333,7 +333,7 @@ pub fn decode_rdb<S: RdbSource>(
     src: &mut S,
     encver: i32,
     budget: Option<u64>,
-) -> Result<WideFilter, CodecError> {
+) -> Result<RatedFilter, CodecError> {
     if encver != ENCVER {
         return Err(CodecError::BadData(
             "unknown extension cuckoo encoding version",
@@ -369,7 +369,7 @@ pub fn decode_rdb<S: RdbSource>(
         }
         Ok(())
     };
-    charge(WideFilter::modelled_bytes(shape.subs.len(), []))?;
+    charge(RatedFilter::modelled_bytes(shape.subs.len(), []))?;
     let mut subs = try_vec(shape.subs.len())?;
     for &(n, bits, bytes) in &shape.subs {
         if src.unsigned()? != n {
@@ -385,14 +385,14 @@ pub fn decode_rdb<S: RdbSource>(
                 "a slot string's length is not its sub-filter's packed size",
             ));
         }
-        subs.push(WideSub::from_bytes(
+        subs.push(RatedSub::from_bytes(
             n,
             shape.params.bucket_size,
             bits,
             buffer,
         )?);
     }
-    Ok(WideFilter::from_parts(
+    Ok(RatedFilter::from_parts(
         subs,
         items,
         deletes,

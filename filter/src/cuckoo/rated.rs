@@ -36,9 +36,10 @@
 //! Sub-filter `i` has the width [`Widths::of`] gives: the first two were sized at creation
 //! ([`rate::widths_for`]) and persisted, every later one a bit wider (to 32).
 
-use super::filter::{open_subs, probe_cost, walk_within, BATCH, COMPACT_BUDGET, KICK_BUDGET};
+use super::filter::{BATCH, COMPACT_BUDGET, WALK_BUDGET};
 use super::params::{Params, MAX_SUB_FILTERS};
 use super::rate::{self, Widths};
+use super::slots::{self, Batch, Chain, Slots, Tally};
 use super::{CuckooError, ALT_MULTIPLIER};
 use crate::error::FilterError;
 use crate::fallible::{try_push, try_vec};
@@ -57,13 +58,13 @@ pub const MIN_BUCKETS: u64 = 8;
 
 /// An item's buckets and the tag its fingerprints are cut from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WideHash {
+pub struct RatedHash {
     pub h1: u64,
     pub h2: u64,
     pub tag: u32,
 }
 
-impl WideHash {
+impl RatedHash {
     /// Hashes an item for a filter whose first sub-filter has `first` bits.
     #[inline]
     pub fn of(item: &[u8], first: u8) -> Self {
@@ -73,7 +74,7 @@ impl WideHash {
     #[inline]
     pub fn from_hash(hash: u64, first: u8) -> Self {
         let tag = (hash.wrapping_mul(TAG_MULTIPLIER) >> 32) as u32;
-        WideHash {
+        RatedHash {
             h1: hash,
             h2: hash ^ alt_offset(fingerprint(tag, first)),
             tag,
@@ -111,7 +112,7 @@ pub(crate) fn slot_bytes(buckets: u64, bucket_size: u8, bits: u8) -> Option<u64>
 /// One sub-filter: `buckets` buckets of `bucket_size` slots of `bits` bits. Equality is of
 /// the slots.
 #[derive(Debug, Clone, Eq)]
-pub struct WideSub {
+pub struct RatedSub {
     buckets: u64,
     bucket_size: u8,
     bits: u8,
@@ -163,7 +164,7 @@ impl Lanes {
     }
 }
 
-impl PartialEq for WideSub {
+impl PartialEq for RatedSub {
     fn eq(&self, other: &Self) -> bool {
         (self.buckets, self.bucket_size, self.bits, self.occupied)
             == (other.buckets, other.bucket_size, other.bits, other.occupied)
@@ -171,11 +172,11 @@ impl PartialEq for WideSub {
     }
 }
 
-impl WideSub {
+impl RatedSub {
     pub(crate) fn zeroed(buckets: u64, bucket_size: u8, bits: u8) -> Result<Self, FilterError> {
         let oom = FilterError::OutOfMemory { bytes: u64::MAX };
         let len = slot_bytes(buckets, bucket_size, bits).ok_or(oom)?;
-        Ok(WideSub {
+        Ok(RatedSub {
             buckets,
             bucket_size,
             bits,
@@ -323,7 +324,7 @@ impl WideSub {
     /// Starts loading both candidate buckets of an item: the line of each one's first byte,
     /// and of its last when it crosses into the next line.
     #[inline]
-    fn prefetch(&self, h: &WideHash) {
+    fn prefetch(&self, h: &RatedHash) {
         let m = self.mask();
         let bits = self.lanes.bucket_bits;
         for b in [h.h1 & m, h.h2 & m] {
@@ -337,28 +338,7 @@ impl WideSub {
     }
 
     #[inline]
-    fn put(&mut self, b: u64, fp: u32) -> bool {
-        match self.find(b, 0) {
-            Some(s) => {
-                self.set(self.slot(b, s), fp);
-                self.occupied += 1;
-                if self.huge.due(self.occupied) {
-                    self.huge.step(&self.bytes, self.occupied);
-                }
-                true
-            }
-            None => false,
-        }
-    }
-
-    #[inline]
-    fn clear(&mut self, b: u64, s: u64) {
-        self.set(self.slot(b, s), 0);
-        self.occupied -= 1;
-    }
-
-    #[inline]
-    fn holds(&self, h: &WideHash) -> bool {
+    fn holds(&self, h: &RatedHash) -> bool {
         let fp = fingerprint(h.tag, self.bits);
         let m = self.mask();
         if self.one_word() {
@@ -386,11 +366,90 @@ impl WideSub {
     }
 }
 
+impl Slots for RatedSub {
+    type Fp = u32;
+    type Hash = RatedHash;
+    /// The first sub-filter's width, whose fingerprints place the alternate bucket.
+    type Ctx = u8;
+    const EMPTY: u32 = 0;
+
+    #[inline]
+    fn buckets(&self) -> u64 {
+        self.buckets
+    }
+
+    #[inline]
+    fn occupied(&self) -> u64 {
+        self.occupied
+    }
+
+    #[inline]
+    fn is_full(&self) -> bool {
+        RatedSub::is_full(self)
+    }
+
+    #[inline]
+    fn fp(&self, h: &RatedHash) -> u32 {
+        fingerprint(h.tag, self.bits)
+    }
+
+    #[inline]
+    fn hashes(h: &RatedHash) -> (u64, u64) {
+        (h.h1, h.h2)
+    }
+
+    #[inline]
+    fn alt(&self, first: u8, b: u64, fp: u32) -> u64 {
+        b ^ alt_offset(narrow(fp, self.bits, first))
+    }
+
+    #[inline]
+    fn cut_for(&self, fp: u32, older: &Self) -> u32 {
+        narrow(fp, self.bits, older.bits)
+    }
+
+    #[inline]
+    fn slot_at(&self, _: u64, b: u64, slot: u64) -> u32 {
+        self.get(self.slot(b, slot))
+    }
+
+    #[inline]
+    fn replace_at(&mut self, _: u64, b: u64, slot: u64, fp: u32) -> u32 {
+        self.set(self.slot(b, slot), fp)
+    }
+
+    #[inline]
+    fn find_in(&self, _: u64, b: u64, fp: u32) -> Option<u64> {
+        self.find(b, fp)
+    }
+
+    #[inline]
+    fn put_in(&mut self, _: u64, b: u64, fp: u32) -> bool {
+        match self.find(b, 0) {
+            Some(s) => {
+                self.set(self.slot(b, s), fp);
+                self.occupied += 1;
+                if self.huge.due(self.occupied) {
+                    self.huge.step(&self.bytes, self.occupied);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[inline]
+    fn clear_at(&mut self, _: u64, b: u64, slot: u64) {
+        self.set(self.slot(b, slot), 0);
+        self.occupied -= 1;
+    }
+}
+
 /// An extension filter: sub-filter `i` has `buckets × expansion^i` buckets of `Widths::of(i)`
 /// bits. Equality is of what persists (`deletes_not_found` is a local figure).
 #[derive(Debug, Clone)]
-pub struct WideFilter {
-    subs: Vec<WideSub>,
+pub struct RatedFilter {
+    subs: Vec<RatedSub>,
     items: u64,
     deletes: u64,
     params: Params,
@@ -400,7 +459,7 @@ pub struct WideFilter {
     deletes_not_found: u64,
 }
 
-impl PartialEq for WideFilter {
+impl PartialEq for RatedFilter {
     fn eq(&self, other: &Self) -> bool {
         self.subs == other.subs
             && self.items == other.items
@@ -411,7 +470,7 @@ impl PartialEq for WideFilter {
     }
 }
 
-impl Eq for WideFilter {}
+impl Eq for RatedFilter {}
 
 /// Why a new extension filter's shape is refused.
 fn check_shape(buckets: u64, params: &Params, widths: &Widths) -> Result<(), CuckooError> {
@@ -422,7 +481,7 @@ fn check_shape(buckets: u64, params: &Params, widths: &Widths) -> Result<(), Cuc
     Ok(())
 }
 
-impl WideFilter {
+impl RatedFilter {
     /// An empty filter of one sub-filter, refused over `max_bytes` by the allocator model.
     pub fn new(
         buckets: u64,
@@ -443,8 +502,8 @@ impl WideFilter {
             .into());
         }
         let mut subs = try_vec(1)?;
-        subs.push(WideSub::zeroed(buckets, params.bucket_size, widths.first)?);
-        Ok(WideFilter {
+        subs.push(RatedSub::zeroed(buckets, params.bucket_size, widths.first)?);
+        Ok(RatedFilter {
             subs,
             items: 0,
             deletes: 0,
@@ -456,14 +515,14 @@ impl WideFilter {
     }
 
     pub(crate) fn from_parts(
-        subs: Vec<WideSub>,
+        subs: Vec<RatedSub>,
         items: u64,
         deletes: u64,
         params: Params,
         widths: Widths,
         error: f64,
     ) -> Self {
-        WideFilter {
+        RatedFilter {
             subs,
             items,
             deletes,
@@ -503,11 +562,11 @@ impl WideFilter {
         self.subs[0].buckets
     }
 
-    pub fn sub_filters(&self) -> &[WideSub] {
+    pub fn sub_filters(&self) -> &[RatedSub] {
         &self.subs
     }
 
-    pub(crate) fn sub_filters_mut(&mut self) -> &mut [WideSub] {
+    pub(crate) fn sub_filters_mut(&mut self) -> &mut [RatedSub] {
         &mut self.subs
     }
 
@@ -520,11 +579,11 @@ impl WideFilter {
     pub fn modelled_bytes(count: usize, slot_arrays: impl IntoIterator<Item = u64>) -> u64 {
         use crate::footprint::allocation;
         use std::mem::size_of;
-        // The value Redis holds is `AnyFilter::Wide(Box<WideFilter>)`: its box, this box.
+        // The value Redis holds is `AnyFilter::Rated(Box<RatedFilter>)`: its box, this box.
         let boxed = allocation(size_of::<super::AnyFilter>() as u64, 8)
-            .saturating_add(allocation(size_of::<WideFilter>() as u64, 8));
+            .saturating_add(allocation(size_of::<RatedFilter>() as u64, 8));
         let table = allocation(
-            (count as u64).saturating_mul(size_of::<WideSub>() as u64),
+            (count as u64).saturating_mul(size_of::<RatedSub>() as u64),
             8,
         );
         slot_arrays
@@ -560,9 +619,9 @@ impl WideFilter {
             // As lazy as the source, in huge pages at once if the source is dense.
             let (hint, huge) = s.huge.for_copy(s.occupied);
             let bytes = crate::zeroed::try_copy_sparse(&s.bytes, s.occupied == 0, hint)?;
-            subs.push(WideSub { bytes, huge, ..*s });
+            subs.push(RatedSub { bytes, huge, ..*s });
         }
-        Ok(WideFilter { subs, ..*self })
+        Ok(RatedFilter { subs, ..*self })
     }
 
     /// The estimated false-positive rate of a lookup: each sub-filter's at its load.
@@ -576,8 +635,8 @@ impl WideFilter {
     }
 
     #[inline]
-    fn hash(&self, item: &[u8]) -> WideHash {
-        WideHash::of(item, self.widths.first)
+    fn hash(&self, item: &[u8]) -> RatedHash {
+        RatedHash::of(item, self.widths.first)
     }
 
     // ---- lookups ------------------------------------------------------------------------
@@ -587,7 +646,7 @@ impl WideFilter {
     }
 
     #[inline]
-    pub fn contains_hash(&self, h: &WideHash) -> bool {
+    pub fn contains_hash(&self, h: &RatedHash) -> bool {
         self.subs.iter().rev().any(|s| s.holds(h))
     }
 
@@ -608,7 +667,7 @@ impl WideFilter {
     /// sub-filter before any is probed, as for RedisBloom's layout.
     pub fn contains_many(&self, items: &[&[u8]]) -> Vec<bool> {
         let mut out = Vec::with_capacity(items.len());
-        let mut batch = [WideHash::from_hash(0, self.widths.first); BATCH];
+        let mut batch = [RatedHash::from_hash(0, self.widths.first); BATCH];
         for chunk in items.chunks(BATCH) {
             let hashes = self.hash_batch(chunk, &mut batch);
             self.prefetch_batch(hashes, self.subs.len());
@@ -620,7 +679,11 @@ impl WideFilter {
     /// Hashes up to `BATCH` items into `batch`. A hash depends on the item and the first
     /// width alone, so it stays valid while earlier items of the batch grow the filter.
     #[inline]
-    fn hash_batch<'b>(&self, chunk: &[&[u8]], batch: &'b mut [WideHash; BATCH]) -> &'b [WideHash] {
+    fn hash_batch<'b>(
+        &self,
+        chunk: &[&[u8]],
+        batch: &'b mut [RatedHash; BATCH],
+    ) -> &'b [RatedHash] {
         for (h, item) in batch.iter_mut().zip(chunk) {
             *h = self.hash(item);
         }
@@ -629,45 +692,29 @@ impl WideFilter {
 
     /// Starts loading both buckets of every hash in the newest `subs` sub-filters.
     #[inline]
-    fn prefetch_batch(&self, hashes: &[WideHash], subs: usize) {
+    fn prefetch_batch(&self, hashes: &[RatedHash], subs: usize) {
         for s in self.subs.iter().rev().take(subs) {
             hashes.iter().for_each(|h| s.prefetch(h));
         }
     }
 
-    // ---- inserts ------------------------------------------------------------------------
+    // ---- inserts (written once for both layouts: `slots`) ------------------------------
 
     pub fn check_expansions(&self, limits: &super::Limits) -> Result<(), CuckooError> {
-        if self.subs.len() >= limits.max_expansions {
-            return Err(CuckooError::MaxExpansions);
-        }
-        Ok(())
+        slots::check_expansions(self, limits)
     }
 
     pub fn add(&mut self, item: &[u8], limits: &super::Limits) -> Result<(), CuckooError> {
-        self.check_expansions(limits)?;
-        let h = self.hash(item);
-        self.insert_hash(&h, limits.max_bytes, &mut KICK_BUDGET.clone())
+        slots::add(self, item, limits)
     }
 
     pub fn add_nx(&mut self, item: &[u8], limits: &super::Limits) -> Result<bool, CuckooError> {
-        self.check_expansions(limits)?;
-        let h = self.hash(item);
-        if self.contains_hash(&h) {
-            return Ok(false);
-        }
-        self.insert_hash(&h, limits.max_bytes, &mut KICK_BUDGET.clone())
-            .map(|()| true)
+        slots::add_nx(self, item, limits)
     }
 
     /// `CuckooFilter::insert_many`'s contract.
-    pub fn insert_many(
-        &mut self,
-        items: &[&[u8]],
-        nx: bool,
-        limits: &super::Limits,
-    ) -> Result<Vec<Result<bool, CuckooError>>, CuckooError> {
-        self.insert_many_within(items, nx, limits, &mut KICK_BUDGET.clone())
+    pub fn insert_many(&mut self, items: &[&[u8]], nx: bool, limits: &super::Limits) -> Batch {
+        self.insert_many_within(items, nx, limits, &mut WALK_BUDGET.clone())
     }
 
     /// `CuckooFilter::insert_many_within`'s contract.
@@ -677,95 +724,18 @@ impl WideFilter {
         nx: bool,
         limits: &super::Limits,
         kicks: &mut u64,
-    ) -> Result<Vec<Result<bool, CuckooError>>, CuckooError> {
-        self.check_expansions(limits)?;
-        let mut out = Vec::with_capacity(items.len());
-        let mut batch = [WideHash::from_hash(0, self.widths.first); BATCH];
-        for chunk in items.chunks(BATCH) {
-            let hashes = self.hash_batch(chunk, &mut batch);
-            // A hint only, as for RedisBloom's layout: an insert finds room in the newest
-            // sub-filter first and seldom looks further, an NX insert's lookup reads them all.
-            self.prefetch_batch(hashes, if nx { self.subs.len() } else { 1 });
-            for h in hashes {
-                let result = if nx && self.contains_hash(h) {
-                    Ok(false)
-                } else {
-                    self.insert_hash(h, limits.max_bytes, kicks).map(|()| true)
-                };
-                let stop = matches!(&result, Err(e) if *e != CuckooError::Full);
-                out.push(result);
-                if stop {
-                    return Ok(out);
-                }
-            }
-        }
-        Ok(out)
+    ) -> Batch {
+        slots::insert_many_within(self, items, nx, limits, kicks)
     }
 
+    #[cfg(test)]
     fn insert_hash(
         &mut self,
-        h: &WideHash,
+        h: &RatedHash,
         max_bytes: u64,
         kicks: &mut u64,
     ) -> Result<(), CuckooError> {
-        if !self.place(h) && !self.kick_within(h, kicks)? {
-            if self.params.expansion == 0 {
-                return Err(CuckooError::Full);
-            }
-            self.grow(max_bytes)?;
-            let placed = self.place(h);
-            debug_assert!(placed, "a new sub-filter is empty");
-        }
-        self.items = self.items.saturating_add(1);
-        Ok(())
-    }
-
-    fn place(&mut self, h: &WideHash) -> bool {
-        self.subs.iter_mut().rev().any(|s| {
-            let fp = fingerprint(h.tag, s.bits);
-            let m = s.mask();
-            s.put(h.h1 & m, fp) || s.put(h.h2 & m, fp)
-        })
-    }
-
-    /// `kick` under the eviction budget's rule (`walk_within`), as `CuckooFilter::kick_within`.
-    fn kick_within(&mut self, h: &WideHash, kicks: &mut u64) -> Result<bool, CuckooError> {
-        let room = self.subs.last().is_some_and(|s| !s.is_full());
-        let max = self.params.max_iterations;
-        walk_within(room, max, kicks, || self.kick(h))
-    }
-
-    /// RedisBloom's eviction walk (see `CuckooFilter::kick`) in the newest sub-filter: the
-    /// evicted fingerprint's other bucket is its bucket XOR the offset of its first-width
-    /// prefix, so the walk back needs no log either. `Some(swaps)` when it placed it.
-    fn kick(&mut self, h: &WideHash) -> Option<u64> {
-        let max = u64::from(self.params.max_iterations);
-        let first = self.widths.first;
-        let s = self.subs.last_mut()?;
-        let bs = u64::from(s.bucket_size);
-        let bits = s.bits;
-        let other = |b: u64, fp: u32| b ^ alt_offset(narrow(fp, bits, first));
-        let mask = s.mask();
-        let mut b = h.h1 & mask;
-        let mut hand = fingerprint(h.tag, bits);
-        for i in 0..max {
-            hand = s.set(s.slot(b, i % bs), hand);
-            let next = other(b, hand) & mask;
-            if s.put(next, hand) {
-                return Some(i + 1);
-            }
-            if i + 1 < max {
-                b = next;
-            }
-        }
-        for j in (0..max).rev() {
-            hand = s.set(s.slot(b, j % bs), hand);
-            if j > 0 {
-                b = other(b, hand) & mask;
-            }
-        }
-        debug_assert_eq!(hand, fingerprint(h.tag, bits));
-        None
+        slots::insert_hash(self, h, max_bytes, kicks)
     }
 
     fn grow(&mut self, max_bytes: u64) -> Result<(), CuckooError> {
@@ -796,113 +766,81 @@ impl WideFilter {
             }
             .into());
         }
-        let sub = WideSub::zeroed(buckets, self.params.bucket_size, bits)?;
+        let sub = RatedSub::zeroed(buckets, self.params.bucket_size, bits)?;
         try_push(&mut self.subs, sub)?;
         Ok(())
     }
 
     // ---- deletes ------------------------------------------------------------------------
 
-    /// `CuckooFilter::delete`'s rules: newest sub-filter first, bucket `h1` before `h2`, and
-    /// the automatic compaction past a tenth of the items.
+    /// `CuckooFilter::delete`'s rules (`slots::delete_hash`).
     pub fn delete(&mut self, item: &[u8]) -> bool {
         let h = self.hash(item);
-        let found = self.subs.iter_mut().rev().any(|s| {
-            let fp = fingerprint(h.tag, s.bits);
-            let m = s.mask();
-            [h.h1 & m, h.h2 & m]
-                .into_iter()
-                .any(|b| match s.find(b, fp) {
-                    Some(slot) => {
-                        s.clear(b, slot);
-                        true
-                    }
-                    None => false,
-                })
-        });
-        if !found {
-            self.deletes_not_found = self.deletes_not_found.saturating_add(1);
-            return false;
-        }
-        self.items = self.items.saturating_sub(1);
-        self.deletes = self.deletes.saturating_add(1);
-        if self.subs.len() > 1 && u128::from(self.deletes) * 10 > u128::from(self.items) {
-            self.compact_with(false, COMPACT_BUDGET);
-        }
-        true
+        slots::delete_hash(self, &h)
     }
 
     pub fn compact(&mut self) {
         self.compact_with(true, COMPACT_BUDGET);
     }
 
-    /// `CuckooFilter::compact_with`'s walk; a fingerprint moved into an older sub-filter is
-    /// cut to its width.
+    /// `slots::compact_chain`: a fingerprint moved into an older sub-filter is cut to its
+    /// width.
     pub(crate) fn compact_with(&mut self, past_full: bool, budget: u64) -> u64 {
-        let first = self.widths.first;
-        let bs = u64::from(self.params.bucket_size);
-        let probe = probe_cost(bs);
-        let mut spent = 0u64;
-        let mut open = open_subs(self.subs.iter().map(WideSub::is_full));
-        'subs: for i in (1..self.subs.len()).rev() {
-            while open.last().is_some_and(|&j| j >= i) {
-                open.pop();
-            }
-            let (older, rest) = self.subs.split_at_mut(i);
-            let sub = &mut rest[0];
-            for b in 0..sub.buckets {
-                if sub.occupied == 0 || open.is_empty() {
-                    break;
-                }
-                if spent >= budget {
-                    break 'subs;
-                }
-                spent += probe;
-                for slot in 0..bs {
-                    let fp = sub.get(sub.slot(b, slot));
-                    if fp == 0 {
-                        continue;
-                    }
-                    let alt = b ^ alt_offset(narrow(fp, sub.bits, first));
-                    let mut moved = false;
-                    let mut k = 0;
-                    while k < open.len() {
-                        // Checked per fingerprint, as `CuckooFilter::compact_with`.
-                        if spent >= budget {
-                            break 'subs;
-                        }
-                        let o = &mut older[open[k]];
-                        let m = o.mask();
-                        let cut = narrow(fp, sub.bits, o.bits);
-                        spent += probe;
-                        moved = o.put(b & m, cut);
-                        if !moved {
-                            spent += probe;
-                            moved = o.put(alt & m, cut);
-                        }
-                        if moved {
-                            if o.is_full() {
-                                open.remove(k);
-                            }
-                            break;
-                        }
-                        k += 1;
-                    }
-                    if moved {
-                        sub.clear(b, slot);
-                    }
-                }
-            }
-            if sub.occupied == 0 {
-                if i == self.subs.len() - 1 {
-                    self.subs.pop();
-                }
-            } else if !past_full {
-                break;
-            }
+        slots::compact_chain(self, past_full, budget)
+    }
+}
+
+impl Chain for RatedFilter {
+    type Sub = RatedSub;
+    type Hash = RatedHash;
+
+    #[inline]
+    fn subs(&self) -> &[RatedSub] {
+        &self.subs
+    }
+
+    #[inline]
+    fn params(&self) -> Params {
+        self.params
+    }
+
+    #[inline]
+    fn ctx(&self) -> u8 {
+        self.widths.first
+    }
+
+    #[inline]
+    fn hash(&self, item: &[u8]) -> RatedHash {
+        RatedFilter::hash(self, item)
+    }
+
+    #[inline]
+    fn blank(&self) -> RatedHash {
+        RatedHash::from_hash(0, self.widths.first)
+    }
+
+    #[inline]
+    fn contains_hash(&self, h: &RatedHash) -> bool {
+        RatedFilter::contains_hash(self, h)
+    }
+
+    #[inline]
+    fn prefetch_batch(&self, hashes: &[RatedHash], subs: usize) {
+        RatedFilter::prefetch_batch(self, hashes, subs)
+    }
+
+    #[inline]
+    fn tally(&mut self) -> Tally<'_, RatedSub> {
+        Tally {
+            subs: &mut self.subs,
+            items: &mut self.items,
+            deletes: &mut self.deletes,
+            deletes_not_found: &mut self.deletes_not_found,
         }
-        self.deletes = 0;
-        spent
+    }
+
+    fn grow(&mut self, max_bytes: u64) -> Result<(), CuckooError> {
+        RatedFilter::grow(self, max_bytes)
     }
 }
 
@@ -915,7 +853,7 @@ mod tests {
 
     /// The item-by-item loop the batch path replaced: the reference it must match.
     fn one_by_one(
-        f: &mut WideFilter,
+        f: &mut RatedFilter,
         items: &[&[u8]],
         nx: bool,
         limits: &Limits,
@@ -980,7 +918,7 @@ mod tests {
                 expansion: [0, 1, 2, 4][(round / 3) % 4],
             };
             let widths = Widths { first, second };
-            let mut batched = WideFilter::new(8, params, widths, 0.01, u64::MAX).unwrap();
+            let mut batched = RatedFilter::new(8, params, widths, 0.01, u64::MAX).unwrap();
             let mut single = batched.clone();
             // Room for a few sub-filters, so that growth ends on the memory limit or on the
             // expansion limit, whichever comes first.
@@ -1058,7 +996,7 @@ mod tests {
         let mut one_word_shapes = 0;
         for bits in 4u8..=32 {
             for bucket_size in 1u8..=9 {
-                let mut sub = WideSub::zeroed(16, bucket_size, bits).unwrap();
+                let mut sub = RatedSub::zeroed(16, bucket_size, bits).unwrap();
                 one_word_shapes += u32::from(sub.one_word());
                 let top = (1u64 << bits) - 1;
                 // Few distinct values, so that buckets repeat them; 1 and all ones are the

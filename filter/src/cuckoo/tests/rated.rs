@@ -2,57 +2,57 @@
 //! every width and bucket size, and the measured rate and bits per item of the sizing.
 
 use super::super::rate::{self, Extension, Widths, REACHED_LOAD};
-use super::super::wide::{fingerprint, WideFilter};
-use super::super::wide_codec::{self, WideHeader};
+use super::super::rated::{fingerprint, RatedFilter};
+use super::super::rated_codec::{self, RatedHeader};
 use super::support::{self, DumpValue};
 use super::Rng;
 use crate::cuckoo::{AnyFilter, CuckooError, CuckooFilter, Limits, Params};
 use crate::format::Strictness;
 
-fn wide(buckets: u64, bs: u8, mi: u16, exp: u16, widths: Widths) -> WideFilter {
+fn rated(buckets: u64, bs: u8, mi: u16, exp: u16, widths: Widths) -> RatedFilter {
     let p = Params {
         bucket_size: bs,
         max_iterations: mi,
         expansion: exp,
     };
-    WideFilter::new(buckets, p, widths, 0.01, u64::MAX).unwrap()
+    RatedFilter::new(buckets, p, widths, 0.01, u64::MAX).unwrap()
 }
 
-fn scanned(f: &WideFilter) -> Vec<u64> {
+fn scanned(f: &RatedFilter) -> Vec<u64> {
     f.sub_filters()
         .iter()
         .map(|s| (0..s.slots()).filter(|&i| s.get(i) != 0).count() as u64)
         .collect()
 }
 
-fn counted(f: &WideFilter) -> Vec<u64> {
+fn counted(f: &RatedFilter) -> Vec<u64> {
     f.sub_filters().iter().map(|s| s.occupied()).collect()
 }
 
 /// A filter rebuilt from its SCANDUMP stream.
-fn through_scandump(f: &WideFilter) -> Option<WideFilter> {
-    let (_, first) = wide_codec::dump_chunk(f, 0)?;
-    assert_eq!(first.len(), wide_codec::HEADER_BYTES);
-    let header = WideHeader::decode(&first).unwrap();
+fn through_scandump(f: &RatedFilter) -> Option<RatedFilter> {
+    let (_, first) = rated_codec::dump_chunk(f, 0)?;
+    assert_eq!(first.len(), rated_codec::HEADER_BYTES);
+    let header = RatedHeader::decode(&first).unwrap();
     let mut copy =
-        wide_codec::filter_from_header(&header, Strictness::LoadChunk, u64::MAX).unwrap();
+        rated_codec::filter_from_header(&header, Strictness::LoadChunk, u64::MAX).unwrap();
     let mut it = 1;
-    while let Some((next, chunk)) = wide_codec::dump_chunk(f, it) {
-        wide_codec::load_chunk(&mut copy, next, &chunk).unwrap();
+    while let Some((next, chunk)) = rated_codec::dump_chunk(f, it) {
+        rated_codec::load_chunk(&mut copy, next, &chunk).unwrap();
         // Loading a chunk again is refused only when it would change a slot: it does not.
-        wide_codec::load_chunk(&mut copy, next, &chunk).unwrap();
+        rated_codec::load_chunk(&mut copy, next, &chunk).unwrap();
         it = next;
     }
     Some(copy)
 }
 
-fn through_rdb(f: &WideFilter) -> WideFilter {
+fn through_rdb(f: &RatedFilter) -> RatedFilter {
     let value = DumpValue {
-        encver: wide_codec::ENCVER,
-        fields: DumpValue::from_fields(wide_codec::rdb_fields(f)),
+        encver: rated_codec::ENCVER,
+        fields: DumpValue::from_fields(rated_codec::rdb_fields(f)),
         complete: true,
     };
-    wide_codec::decode_rdb(&mut value.source(), wide_codec::ENCVER, Some(1 << 32)).unwrap()
+    rated_codec::decode_rdb(&mut value.source(), rated_codec::ENCVER, Some(1 << 32)).unwrap()
 }
 
 #[test]
@@ -138,7 +138,7 @@ fn no_false_negatives_and_exact_counts_under_adds_deletes_growth_and_compaction(
         ),
     ];
     for (buckets, bs, mi, exp, widths) in shapes {
-        let mut f = wide(buckets, bs, mi, exp, widths);
+        let mut f = rated(buckets, bs, mi, exp, widths);
         let mut rng = Rng(buckets * 131 + u64::from(bs));
         // Each item is distinct, so one that is added and not deleted must stay found.
         let mut live: Vec<String> = Vec::new();
@@ -181,7 +181,7 @@ fn no_false_negatives_and_exact_counts_under_adds_deletes_growth_and_compaction(
 #[test]
 fn a_refused_add_changes_nothing() {
     let limits = Limits::default();
-    let mut f = wide(
+    let mut f = rated(
         8,
         4,
         30,
@@ -215,7 +215,7 @@ fn every_width_and_bucket_size_round_trips_through_both_codecs() {
                 first: bits,
                 second: (bits + 1).min(32),
             };
-            let mut f = wide(8, bs, 100, 2, widths);
+            let mut f = rated(8, bs, 100, 2, widths);
             let mut i = 0;
             while f.sub_filters().len() < 3 {
                 f.add(format!("{bits}:{i}").as_bytes(), &limits).unwrap();
@@ -243,7 +243,7 @@ fn every_width_and_bucket_size_round_trips_through_both_codecs() {
 #[test]
 fn persisted_values_are_validated_before_allocation() {
     let limits = Limits::default();
-    let mut f = wide(
+    let mut f = rated(
         16,
         4,
         500,
@@ -256,14 +256,14 @@ fn persisted_values_are_validated_before_allocation() {
     for i in 0..100 {
         f.add(format!("{i}").as_bytes(), &limits).unwrap();
     }
-    let good = DumpValue::from_fields(wide_codec::rdb_fields(&f));
+    let good = DumpValue::from_fields(rated_codec::rdb_fields(&f));
     let decode = |fields: Vec<support::Field>| {
         let v = DumpValue {
             encver: 1,
             fields,
             complete: true,
         };
-        wide_codec::decode_rdb(&mut v.source(), 1, Some(1 << 30))
+        rated_codec::decode_rdb(&mut v.source(), 1, Some(1 << 30))
     };
     assert!(decode(good.clone()).is_ok());
     // Each head field out of range: widths, narrowing widths, the rate, few buckets.
@@ -296,24 +296,24 @@ fn persisted_values_are_validated_before_allocation() {
         fields: good.clone(),
         complete: true,
     };
-    assert!(wide_codec::decode_rdb(&mut v.source(), 1, Some(100)).is_err());
-    assert!(wide_codec::decode_rdb(&mut v.source(), 2, None).is_err());
+    assert!(rated_codec::decode_rdb(&mut v.source(), 1, Some(100)).is_err());
+    assert!(rated_codec::decode_rdb(&mut v.source(), 2, None).is_err());
     // A header that claims more items than slots, or a RedisBloom header, is refused.
-    let mut header = WideHeader::of(&f);
+    let mut header = RatedHeader::of(&f);
     header.classic.items = 1 << 40;
     let bytes = header.encode();
     assert!(AnyFilter::from_header(&bytes, Strictness::LoadChunk, u64::MAX).is_err());
     assert!(AnyFilter::from_header(&bytes, Strictness::Rdb, u64::MAX).is_ok());
-    assert!(WideHeader::decode(&bytes[..38]).is_err());
-    let mut bytes = WideHeader::of(&f).encode();
+    assert!(RatedHeader::decode(&bytes[..38]).is_err());
+    let mut bytes = RatedHeader::of(&f).encode();
     bytes[40] = b'X';
-    assert!(WideHeader::decode(&bytes).is_err());
+    assert!(RatedHeader::decode(&bytes).is_err());
 }
 
 #[test]
 fn chunks_never_overwrite_and_must_be_whole_slot_groups() {
     let limits = Limits::default();
-    let mut f = wide(
+    let mut f = rated(
         64,
         4,
         500,
@@ -326,23 +326,23 @@ fn chunks_never_overwrite_and_must_be_whole_slot_groups() {
     for i in 0..100 {
         f.add(format!("c:{i}").as_bytes(), &limits).unwrap();
     }
-    let (next, chunk) = wide_codec::dump_chunk(&f, 1).unwrap();
+    let (next, chunk) = rated_codec::dump_chunk(&f, 1).unwrap();
     assert_eq!(chunk.len(), 64 * 4 * 12 / 8);
-    let header = WideHeader::of(&f).encode();
-    let mut copy = wide_codec::filter_from_header(
-        &WideHeader::decode(&header).unwrap(),
+    let header = RatedHeader::of(&f).encode();
+    let mut copy = rated_codec::filter_from_header(
+        &RatedHeader::decode(&header).unwrap(),
         Strictness::LoadChunk,
         u64::MAX,
     )
     .unwrap();
     // Misaligned pieces are refused; aligned halves load.
-    assert!(wide_codec::load_chunk(&mut copy, 1 + 5, &chunk[..5]).is_err());
-    assert!(wide_codec::load_chunk(&mut copy, 1 + 17, &chunk[5..17]).is_err());
-    wide_codec::load_chunk(&mut copy, 1 + 12 * 8, &chunk[..12 * 8]).unwrap();
-    wide_codec::load_chunk(&mut copy, next, &chunk[12 * 8..]).unwrap();
+    assert!(rated_codec::load_chunk(&mut copy, 1 + 5, &chunk[..5]).is_err());
+    assert!(rated_codec::load_chunk(&mut copy, 1 + 17, &chunk[5..17]).is_err());
+    rated_codec::load_chunk(&mut copy, 1 + 12 * 8, &chunk[..12 * 8]).unwrap();
+    rated_codec::load_chunk(&mut copy, next, &chunk[12 * 8..]).unwrap();
     assert_eq!(copy, f);
     // Another filter's chunk over this one's fingerprints changes nothing.
-    let mut other = wide(
+    let mut other = rated(
         64,
         4,
         500,
@@ -355,13 +355,13 @@ fn chunks_never_overwrite_and_must_be_whole_slot_groups() {
     for i in 0..100 {
         other.add(format!("o:{i}").as_bytes(), &limits).unwrap();
     }
-    let (_, foreign) = wide_codec::dump_chunk(&other, 1).unwrap();
+    let (_, foreign) = rated_codec::dump_chunk(&other, 1).unwrap();
     let before = copy.clone();
-    assert!(wide_codec::load_chunk(&mut copy, next, &foreign).is_err());
+    assert!(rated_codec::load_chunk(&mut copy, next, &foreign).is_err());
     assert_eq!(copy, before);
     for it in [0, 1, 2, next - 1, next, next + 1, u64::MAX] {
-        let _ = wide_codec::dump_chunk(&f, it);
-        let _ = wide_codec::load_chunk(&mut copy, it, &chunk);
+        let _ = rated_codec::dump_chunk(&f, it);
+        let _ = rated_codec::load_chunk(&mut copy, it, &chunk);
     }
 }
 
@@ -375,7 +375,7 @@ fn the_value_costs_what_redisbloom_s_layout_did() {
 }
 
 /// Items probed for false positives: never added (a different prefix).
-fn measured_fpr(f: &WideFilter, probes: u64) -> f64 {
+fn measured_fpr(f: &RatedFilter, probes: u64) -> f64 {
     let hits = (0..probes)
         .filter(|i| f.contains(format!("probe:{i}").as_bytes()))
         .count();
@@ -395,7 +395,7 @@ fn measured_rate_at_capacity_meets_the_asked_rate_within_a_tenth_of_the_fewest_b
         // A filter sized for a capacity holds it in its first sub-filter.
         let capacity = 100_000;
         let buckets = ext.buckets_for(capacity).unwrap();
-        let mut f = WideFilter::new(buckets, params, ext.widths, error, u64::MAX).unwrap();
+        let mut f = RatedFilter::new(buckets, params, ext.widths, error, u64::MAX).unwrap();
         for i in 0..capacity {
             f.add(format!("item:{i}").as_bytes(), &limits).unwrap();
         }
@@ -445,7 +445,7 @@ fn a_filter_of_32_full_sub_filters_stays_under_its_rate() {
             max_iterations: rate::SIZING_MAX_ITERATIONS,
             expansion: 1,
         };
-        let mut f = WideFilter::new(1024, params, ext.widths, error, u64::MAX).unwrap();
+        let mut f = RatedFilter::new(1024, params, ext.widths, error, u64::MAX).unwrap();
         let mut i = 0u64;
         while f.sub_filters().len() < 32 {
             f.add(format!("item:{i}").as_bytes(), &limits).unwrap();

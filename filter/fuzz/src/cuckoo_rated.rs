@@ -1,9 +1,9 @@
-//! The checks every extension cuckoo filter (`WideFilter`, the ERROR extension) a decoder
+//! The checks every extension cuckoo filter (`RatedFilter`, the ERROR extension) a decoder
 //! accepts or the core builds must pass: its shape, both codecs' round trips, and every
 //! operation leaving it consistent, beside `cuckoo`'s for RedisBloom's layout.
 
-use layerbloom_filter::cuckoo::wide_codec::{self, WideHeader, HEADER_BYTES};
-use layerbloom_filter::cuckoo::{CuckooError, Limits, WideFilter};
+use layerbloom_filter::cuckoo::rated_codec::{self, RatedHeader, HEADER_BYTES};
+use layerbloom_filter::cuckoo::{CuckooError, Limits, RatedFilter};
 use layerbloom_filter::format::Strictness;
 
 use crate::cuckoo::FieldSource;
@@ -12,7 +12,7 @@ use crate::cuckoo::FieldSource;
 const CLONE_BELOW: u64 = 1 << 20;
 
 /// Occupied slots of each sub-filter by a scan.
-pub fn scanned(f: &WideFilter) -> Vec<u64> {
+pub fn scanned(f: &RatedFilter) -> Vec<u64> {
     f.sub_filters()
         .iter()
         .map(|s| (0..s.slots()).filter(|&i| s.get(i) != 0).count() as u64)
@@ -20,7 +20,7 @@ pub fn scanned(f: &WideFilter) -> Vec<u64> {
 }
 
 /// The shape the settings and the widths give, and the occupancy counts a scan gives.
-pub fn check_shape(f: &WideFilter) {
+pub fn check_shape(f: &RatedFilter) {
     let p = f.params();
     p.check().expect("a filter's settings are in range");
     let w = f.widths();
@@ -49,17 +49,17 @@ pub fn check_shape(f: &WideFilter) {
     assert_eq!(counted, scanned(f), "occupied counts");
     assert_eq!(
         f.memory_usage(),
-        WideFilter::modelled_bytes(subs.len(), subs.iter().map(|s| s.as_bytes().len() as u64))
+        RatedFilter::modelled_bytes(subs.len(), subs.iter().map(|s| s.as_bytes().len() as u64))
     );
     let fpr = f.estimated_fpr();
     assert!((0.0..=1.0).contains(&fpr), "{fpr}");
 }
 
-pub fn rdb_round_trip(f: &WideFilter) {
+pub fn rdb_round_trip(f: &RatedFilter) {
     let decode = |budget| {
-        wide_codec::decode_rdb(
-            &mut FieldSource(wide_codec::rdb_fields(f)),
-            wide_codec::ENCVER,
+        rated_codec::decode_rdb(
+            &mut FieldSource(rated_codec::rdb_fields(f)),
+            rated_codec::ENCVER,
             budget,
         )
     };
@@ -70,18 +70,18 @@ pub fn rdb_round_trip(f: &WideFilter) {
     assert!(decode(Some(f.memory_usage() - 1)).is_err());
 }
 
-pub fn scandump_round_trip(f: &WideFilter) {
-    let Some((first, header)) = wide_codec::dump_chunk(f, 0) else {
+pub fn scandump_round_trip(f: &RatedFilter) {
+    let Some((first, header)) = rated_codec::dump_chunk(f, 0) else {
         assert_eq!(f.items(), 0, "a filter with items dumped nothing");
         return;
     };
     assert_eq!(first, 1);
     assert_eq!(header.len(), HEADER_BYTES);
-    let header = WideHeader::decode(&header).expect("a filter's own header");
-    assert_eq!(header, WideHeader::of(f));
+    let header = RatedHeader::decode(&header).expect("a filter's own header");
+    assert_eq!(header, RatedHeader::of(f));
     let mut chunks = Vec::new();
     let mut it = 1u64;
-    while let Some((next, data)) = wide_codec::dump_chunk(f, it) {
+    while let Some((next, data)) = rated_codec::dump_chunk(f, it) {
         assert_eq!(next - it, data.len() as u64, "iterator arithmetic");
         chunks.push((next, data.into_owned()));
         it = next;
@@ -93,14 +93,14 @@ pub fn scandump_round_trip(f: &WideFilter) {
         .flat_map(|s| s.as_bytes().iter().copied())
         .collect();
     assert_eq!(sent, all, "SCANDUMP sends every slot once, in order");
-    let Ok(rebuilt) = wide_codec::filter_from_header(&header, Strictness::Rdb, u64::MAX) else {
+    let Ok(rebuilt) = rated_codec::filter_from_header(&header, Strictness::Rdb, u64::MAX) else {
         panic!("a filter's own header is refused");
     };
-    crate::cuckoo::load_both_ways(f, &rebuilt, &chunks, wide_codec::load_chunk);
+    crate::cuckoo::load_both_ways(f, &rebuilt, &chunks, rated_codec::load_chunk);
 }
 
 /// Every operation on a decoded filter: no panic, adds found, refusals change nothing.
-pub fn exercise(f: &mut WideFilter, seed: &[u8]) {
+pub fn exercise(f: &mut RatedFilter, seed: &[u8]) {
     check_shape(f);
     rdb_round_trip(f);
     scandump_round_trip(f);
@@ -146,16 +146,16 @@ pub fn exercise(f: &mut WideFilter, seed: &[u8]) {
     scandump_round_trip(f);
 }
 
-/// Writes the extension's seeds into the cuckoo targets' corpora (`seeds/cuckoo_*/wide-*`):
-/// `cargo test --release --lib -- --ignored write_wide_seeds` in `filter/fuzz`.
+/// Writes the extension's seeds into the cuckoo targets' corpora (`seeds/cuckoo_*/rated-*`):
+/// `cargo test --release --lib -- --ignored write_rated_seeds` in `filter/fuzz`.
 #[cfg(test)]
 mod seeds {
     use std::fs;
     use std::path::Path;
 
     use layerbloom_filter::cuckoo::rate::Widths;
-    use layerbloom_filter::cuckoo::wide_codec::{self, WideHeader};
-    use layerbloom_filter::cuckoo::{Limits, Params, WideFilter};
+    use layerbloom_filter::cuckoo::rated_codec::{self, RatedHeader};
+    use layerbloom_filter::cuckoo::{Limits, Params, RatedFilter};
 
     use crate::cuckoo::write_fields;
 
@@ -164,12 +164,12 @@ mod seeds {
             .join("seeds")
             .join(target);
         fs::create_dir_all(&dir).unwrap();
-        fs::write(dir.join(format!("wide-{name}")), bytes).unwrap();
+        fs::write(dir.join(format!("rated-{name}")), bytes).unwrap();
     }
 
     #[test]
     #[ignore = "writes the seed corpora"]
-    fn write_wide_seeds() {
+    fn write_rated_seeds() {
         let shapes = [
             (
                 "b4-f10-exp2",
@@ -214,7 +214,7 @@ mod seeds {
                 max_iterations: 500,
                 expansion,
             };
-            let mut f = WideFilter::new(8, p, widths, 0.01, u64::MAX).unwrap();
+            let mut f = RatedFilter::new(8, p, widths, 0.01, u64::MAX).unwrap();
             for i in 0..150u32 {
                 let _ = f.add(&i.to_le_bytes(), &Limits::default());
             }
@@ -224,14 +224,14 @@ mod seeds {
             // cuckoo_rdb: encoding version 1, the extension's type, without and with a budget.
             for (suffix, budget) in [("", 16u8), ("-budget", 16 | 8 | 6)] {
                 let mut v = vec![2, budget];
-                write_fields(&mut v, wide_codec::rdb_fields(&f));
+                write_fields(&mut v, rated_codec::rdb_fields(&f));
                 write("cuckoo_rdb", &format!("{name}{suffix}"), v);
             }
             // cuckoo_scandump: the extension's header, then its chunks at their iterators.
             let mut v = vec![4];
-            v.extend_from_slice(&WideHeader::of(&f).encode());
+            v.extend_from_slice(&RatedHeader::of(&f).encode());
             let mut it = 1;
-            while let Some((next, data)) = wide_codec::dump_chunk(&f, it) {
+            while let Some((next, data)) = rated_codec::dump_chunk(&f, it) {
                 v.push(1);
                 v.extend_from_slice(&(data.len() as u16).to_le_bytes());
                 v.extend_from_slice(&data);
@@ -243,9 +243,9 @@ mod seeds {
         // cuckoo_differential: shapes with the extension's bit (bit 7 of the memory byte;
         // the width from its bits 2..6), then adds, deletes, batches and compactions.
         for (name, shape) in [
-            ("wide-b4-exp2", [3u8, 20, 0xf8, 2, 31, 0x80 | (6 << 2) | 3]),
-            ("wide-b1-exp1", [0, 3, 19, 1, 31, 0x80 | 3]),
-            ("wide-b8-exp0", [7, 40, 0xf8, 0, 31, 0x80 | (27 << 2) | 3]),
+            ("rated-b4-exp2", [3u8, 20, 0xf8, 2, 31, 0x80 | (6 << 2) | 3]),
+            ("rated-b1-exp1", [0, 3, 19, 1, 31, 0x80 | 3]),
+            ("rated-b8-exp0", [7, 40, 0xf8, 0, 31, 0x80 | (27 << 2) | 3]),
         ] {
             let mut v = shape.to_vec();
             for id in 0..64u8 {
