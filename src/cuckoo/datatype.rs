@@ -25,22 +25,22 @@ pub static CUCKOO_TYPE: RedisType = RedisType::new(
 );
 
 /// The extension's type (see the module documentation).
-pub use wide::WIDE_CUCKOO_TYPE;
+pub use rated::RATED_CUCKOO_TYPE;
 
 /// The type a filter is stored under.
 pub fn type_of(filter: &AnyFilter) -> &'static RedisType {
     if filter.is_rated() {
-        &WIDE_CUCKOO_TYPE
+        &RATED_CUCKOO_TYPE
     } else {
         &CUCKOO_TYPE
     }
 }
 
-mod wide {
+mod rated {
     use super::*;
     use layerbloom_filter::cuckoo::rated_codec;
 
-    pub static WIDE_CUCKOO_TYPE: RedisType = RedisType::new(
+    pub static RATED_CUCKOO_TYPE: RedisType = RedisType::new(
         "LBcuckoo-",
         rated_codec::ENCVER,
         type_methods!(AnyFilter, rdb_load),

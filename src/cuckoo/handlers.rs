@@ -21,7 +21,7 @@ use redis_module::{Context, ContextFlags, KeyType, RedisString};
 
 use crate::config;
 use crate::cuckoo::args::{self, InfoField, Spec, Syntax};
-use crate::cuckoo::datatype::{self, CUCKOO_TYPE, WIDE_CUCKOO_TYPE};
+use crate::cuckoo::datatype::{self, CUCKOO_TYPE, RATED_CUCKOO_TYPE};
 use crate::cuckoo::propagate::{self, Change};
 use crate::cuckoo::stats::{self, Figures};
 use crate::dispatch::CommandResult;
@@ -34,14 +34,14 @@ use crate::reply::{self, Reply};
 /// The filter under a key of either cuckoo type (RedisBloom's, or the extension's).
 fn read_filter(key: &keys::ReadKey) -> Result<Option<&AnyFilter>, BfError> {
     match keys::read(key, &CUCKOO_TYPE) {
-        Err(BfError::WrongType) => keys::read(key, &WIDE_CUCKOO_TYPE),
+        Err(BfError::WrongType) => keys::read(key, &RATED_CUCKOO_TYPE),
         found => found,
     }
 }
 
 fn write_filter(key: &RedisKeyWritable) -> Result<Option<&mut AnyFilter>, BfError> {
     match keys::write(key, &CUCKOO_TYPE) {
-        Err(BfError::WrongType) => keys::write(key, &WIDE_CUCKOO_TYPE),
+        Err(BfError::WrongType) => keys::write(key, &RATED_CUCKOO_TYPE),
         found => found,
     }
 }

@@ -23,7 +23,7 @@ pub static STRUCTURE: Structure = Structure {
     commands: COMMANDS,
     types: &[
         (&datatype::CUCKOO_TYPE, "MBbloomCF"),
-        (&datatype::WIDE_CUCKOO_TYPE, "LBcuckoo-"),
+        (&datatype::RATED_CUCKOO_TYPE, "LBcuckoo-"),
     ],
     settings: SETTINGS,
     info: stats::info,
