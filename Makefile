@@ -2,7 +2,7 @@
 MODULE := target/release/liblayerbloom.so
 CARGO  ?= cargo
 
-.PHONY: all build test-clock-module run test unit-test integration-test servers lint fmt clean bench bench-core bench-criterion bench-instructions bench-hostile bench-peer bench-peer-cf bench-history
+.PHONY: all build test-clock-module run test unit-test integration-test servers lint fmt clean bench bench-core bench-criterion bench-instructions bench-hostile bench-small bench-peer bench-peer-cf bench-history
 
 all: build
 
@@ -121,6 +121,14 @@ SPLIT_TARGET ?= target/debuginfo
 ## against a fresh server (docs/BENCHMARKS.md); a measurement, never pass/fail. Needs ~4 GB.
 bench-hostile: build
 	scripts/bench-hostile.py $(MODULE) $${LAYERBLOOM_SERVER:-redis-server}
+
+## bench-small: memory per key of many small filters (20,000 keys of each shape), layerbloom
+## against RedisBloom's module in two servers of the same binary side by side; prints bytes per
+## key, the ratio, fragmentation after deleting half, the measured false-positive rates
+## (docs/BENCHMARKS.md). BENCH_SMALL_ARGS="--keys N --shapes ..." to change the load.
+bench-small: build
+	scripts/bench-small.py --module $(MODULE) --redisbloom $(REDISBLOOM) \
+		--server $${LAYERBLOOM_SERVER:-redis-server} $(BENCH_SMALL_ARGS)
 
 ## bench-criterion: criterion statistics for the core (small, cache-sized, large; chains)
 bench-criterion:

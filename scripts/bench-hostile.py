@@ -4,44 +4,23 @@ command the server saw (SLOWLOG, every command logged). A measurement, never a p
 
 usage: [ATTACKS=part of a name] scripts/bench-hostile.py [module.so] [redis-server]
 """
-import os, socket, subprocess, sys, tempfile, time
+import os, subprocess, sys, tempfile, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import resp  # noqa: E402
+from resp import enc  # noqa: E402
 
 MODULE = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/release/liblayerbloom.so")
 SERVER = sys.argv[2] if len(sys.argv) > 2 else "redis-server"
 PORT = int(os.environ.get("BENCH_PORT", "6391"))
 
 
-def enc(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
-
-
-class Conn:
+class Conn(resp.Conn):
     def __init__(self):
-        self.s = socket.create_connection(("127.0.0.1", PORT))
-        self.f = self.s.makefile("rb")
+        super().__init__(PORT, raise_errors=False)
 
     def send(self, *args):
         self.s.sendall(enc(*args))
-
-    def read(self):
-        line = self.f.readline()
-        t, rest = line[:1], line[1:-2]
-        if t in (b"+", b"-", b":"):
-            return rest.decode() if t != b":" else int(rest)
-        if t == b"$":
-            n = int(rest)
-            return None if n < 0 else self.f.read(n + 2)[:-2]
-        if t == b"*":
-            return [self.read() for _ in range(int(rest))]
-        raise RuntimeError(line)
-
-    def q(self, *args):
-        self.send(*args)
-        return self.read()
 
     def pipeline(self, cmds, window=1000):
         for i in range(0, len(cmds), window):

@@ -6,7 +6,10 @@ random bytes: filling them item by item would take minutes.
 
 usage: scripts/bench-merge.py [module.so] [redis-server] [capacity]
 """
-import os, socket, subprocess, sys, tempfile, time
+import os, subprocess, sys, tempfile, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import resp  # noqa: E402
 
 MODULE = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/release/liblayerbloom.so")
 SERVER = sys.argv[2] if len(sys.argv) > 2 else "redis-server"
@@ -15,38 +18,9 @@ PORT = 6393
 RUNS = 5
 
 
-def enc(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
-
-
-class Conn:
+class Conn(resp.Conn):
     def __init__(self):
-        self.s = socket.create_connection(("127.0.0.1", PORT))
-        self.f = self.s.makefile("rb")
-
-    def read(self):
-        line = self.f.readline()
-        t, rest = line[:1], line[1:-2]
-        if t == b"-":
-            raise RuntimeError(rest.decode())
-        if t == b"+":
-            return rest.decode()
-        if t == b":":
-            return int(rest)
-        if t == b"$":
-            n = int(rest)
-            return None if n < 0 else self.f.read(n + 2)[:-2]
-        if t == b"*":
-            return [self.read() for _ in range(int(rest))]
-        raise RuntimeError(line)
-
-    def q(self, *args):
-        self.s.sendall(enc(*args))
-        return self.read()
+        super().__init__(PORT)
 
 
 def start():
