@@ -1,11 +1,11 @@
 //! The filter: sub-filters of buckets of one-byte fingerprints, and every operation with
 //! RedisBloom's exact placement rules (see the module documentation).
 
-use super::params::{Params, MAX_SUB_FILTERS};
-use super::slots::{self, Batch, Chain, Slots, Tally};
+use super::chain::Filter;
+use super::params::Params;
+use super::slots::Slots;
 use super::CuckooError;
 use crate::error::FilterError;
-use crate::fallible::{try_push, try_vec};
 use crate::hash::murmur64a;
 
 /// The odd constant that turns a fingerprint into the XOR distance between its two buckets.
@@ -337,6 +337,78 @@ impl Slots for SubFilter {
         self.bucket_mut(b, bs as usize)[slot as usize] = 0;
         self.occupied -= 1;
     }
+
+    type Shape = Params;
+    const PAD_BYTES: u64 = 0;
+
+    #[inline]
+    fn params(shape: &Params) -> Params {
+        *shape
+    }
+
+    #[inline]
+    fn ctx(_: &Params) {}
+
+    #[inline]
+    fn hash(_: &Params, item: &[u8]) -> CuckooHash {
+        CuckooHash::of(item)
+    }
+
+    #[inline]
+    fn blank(_: &Params) -> CuckooHash {
+        CuckooHash::from_hash(0)
+    }
+
+    fn persisted_bytes(shape: &Params, _: usize, buckets: u64) -> Option<u64> {
+        slot_bytes(buckets, shape.bucket_size)
+    }
+
+    fn new_sub(shape: &Params, _: usize, buckets: u64) -> Result<Self, FilterError> {
+        SubFilter::zeroed(buckets, shape.bucket_size)
+    }
+
+    fn boxes(filter: u64) -> u64 {
+        filter
+    }
+
+    fn persisted(&self) -> &[u8] {
+        &self.slots
+    }
+
+    fn heap_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.slots
+    }
+
+    fn try_copy(&self) -> Result<Self, FilterError> {
+        // As lazy as the source, in huge pages at once if the source is dense.
+        let (hint, huge) = self.huge.for_copy(self.occupied);
+        let slots = crate::zeroed::try_copy_sparse(&self.slots, self.occupied == 0, hint)?;
+        Ok(SubFilter {
+            slots,
+            huge,
+            ..*self
+        })
+    }
+
+    #[inline]
+    fn holds_item(&self, h: &CuckooHash, bs: usize) -> bool {
+        self.holds(h, bs)
+    }
+
+    fn count_item(&self, h: &CuckooHash, bs: usize) -> u64 {
+        let in_bucket = |b: u64| {
+            self.bucket(b & self.mask(), bs)
+                .iter()
+                .filter(|&&x| x == h.fp)
+                .count()
+        };
+        (in_bucket(h.h1) + in_bucket(h.h2)) as u64
+    }
+
+    #[inline]
+    fn prefetch_item(&self, h: &CuckooHash, bs: usize) {
+        self.prefetch(h, bs)
+    }
 }
 
 fn count_occupied(slots: &[u8]) -> u64 {
@@ -393,28 +465,11 @@ pub struct Info {
     pub max_iterations: u64,
 }
 
-/// A scalable cuckoo filter: one or more sub-filters, sub-filter `i` having `buckets ×
-/// expansion^i` buckets. Equality is of what persists: `deletes_not_found` is a local figure.
-#[derive(Debug, Clone, Eq)]
-pub struct CuckooFilter {
-    subs: Vec<SubFilter>,
-    items: u64,
-    deletes: u64,
-    params: Params,
-    /// Deletes that found no copy of their fingerprint since the filter was created or
-    /// loaded on this server: neither persisted (the encodings are RedisBloom's) nor
-    /// replicated (such a delete changes nothing, so it is not sent).
-    deletes_not_found: u64,
-}
+/// RedisBloom's layout: sub-filters of one-byte fingerprints (`chain::Filter`). Its value
+/// is the filter itself (boxed once by Redis), 56 bytes as before the layouts shared it.
+pub type CuckooFilter = Filter<SubFilter>;
 
-impl PartialEq for CuckooFilter {
-    fn eq(&self, other: &Self) -> bool {
-        self.subs == other.subs
-            && self.items == other.items
-            && self.deletes == other.deletes
-            && self.params == other.params
-    }
-}
+const _: () = assert!(std::mem::size_of::<CuckooFilter>() == 56);
 
 impl CuckooFilter {
     /// An empty filter of one sub-filter of `buckets` buckets (a power of two), refused if
@@ -424,25 +479,7 @@ impl CuckooFilter {
         if !buckets.is_power_of_two() {
             return Err(CuckooError::Params(super::ParamError::Buckets));
         }
-        let bytes = slot_bytes(buckets, params.bucket_size)
-            .ok_or(FilterError::OutOfMemory { bytes: u64::MAX })?;
-        let needed = Self::modelled_bytes(1, [bytes]);
-        if needed > max_bytes {
-            return Err(FilterError::OverLimit {
-                needed,
-                limit: max_bytes,
-            }
-            .into());
-        }
-        let mut subs = try_vec(1)?;
-        subs.push(SubFilter::zeroed(buckets, params.bucket_size)?);
-        Ok(CuckooFilter {
-            subs,
-            items: 0,
-            deletes: 0,
-            params,
-            deletes_not_found: 0,
-        })
+        Filter::empty(buckets, params, max_bytes)
     }
 
     /// A filter from validated persisted parts.
@@ -452,48 +489,7 @@ impl CuckooFilter {
         deletes: u64,
         params: Params,
     ) -> Self {
-        CuckooFilter {
-            subs,
-            items,
-            deletes,
-            params,
-            deletes_not_found: 0,
-        }
-    }
-
-    pub fn params(&self) -> Params {
-        self.params
-    }
-
-    pub fn items(&self) -> u64 {
-        self.items
-    }
-
-    pub fn deletes(&self) -> u64 {
-        self.deletes
-    }
-
-    /// Deletes that found nothing since the filter was created or loaded here.
-    pub fn deletes_not_found(&self) -> u64 {
-        self.deletes_not_found
-    }
-
-    /// The first sub-filter's bucket count.
-    pub fn buckets(&self) -> u64 {
-        self.subs[0].buckets
-    }
-
-    pub fn sub_filters(&self) -> &[SubFilter] {
-        &self.subs
-    }
-
-    pub(crate) fn sub_filters_mut(&mut self) -> &mut [SubFilter] {
-        &mut self.subs
-    }
-
-    /// Bytes of all sub-filters' slots.
-    pub fn slot_bytes(&self) -> u64 {
-        self.subs.iter().map(|s| s.slots.len() as u64).sum()
+        Filter::of(subs, items, deletes, params)
     }
 
     /// `CF.INFO`'s `Size`: RedisBloom's struct (40 bytes), a 16-byte entry per sub-filter and
@@ -506,292 +502,31 @@ impl CuckooFilter {
 
     /// Every `CF.INFO` figure.
     pub fn info(&self) -> Info {
+        let params = self.params();
         Info {
             size: self.info_size(),
             buckets: self.buckets(),
             filters: self.subs.len() as u64,
             items: self.items,
             deletes: self.deletes,
-            bucket_size: u64::from(self.params.bucket_size),
-            expansion: u64::from(self.params.expansion),
-            max_iterations: u64::from(self.params.max_iterations),
+            bucket_size: u64::from(params.bucket_size),
+            expansion: u64::from(params.expansion),
+            max_iterations: u64::from(params.max_iterations),
         }
     }
 
     /// `CF.DEBUG`'s line.
     pub fn debug_line(&self) -> String {
+        let params = self.params();
         format!(
             "bktsize:{} buckets:{} items:{} deletes:{} filters:{} max_iterations:{} expansion:{}",
-            self.params.bucket_size,
+            params.bucket_size,
             self.buckets(),
             self.items,
             self.deletes,
             self.subs.len(),
-            self.params.max_iterations,
-            self.params.expansion
+            params.max_iterations,
+            params.expansion
         )
     }
-
-    /// Bytes the filter takes by the allocator model (`footprint`): its struct, its
-    /// sub-filter table and every slot array. Equal filters give equal figures everywhere.
-    pub fn memory_usage(&self) -> u64 {
-        self.memory_usage_of_first(self.subs.len())
-    }
-
-    /// `memory_usage` of the filter's oldest `count` sub-filters alone: what it was before
-    /// the newer ones were added (at most all of them).
-    pub fn memory_usage_of_first(&self, count: usize) -> u64 {
-        let subs = &self.subs[..count.min(self.subs.len())];
-        Self::modelled_bytes(subs.len(), subs.iter().map(|s| s.slots.len() as u64))
-    }
-
-    /// `memory_usage` of a filter of `count` sub-filters with these slot array lengths.
-    pub fn modelled_bytes(count: usize, slot_arrays: impl IntoIterator<Item = u64>) -> u64 {
-        use crate::footprint::allocation;
-        use std::mem::size_of;
-        let boxed = allocation(size_of::<CuckooFilter>() as u64, 8);
-        let table = allocation(
-            (count as u64).saturating_mul(size_of::<SubFilter>() as u64),
-            8,
-        );
-        slot_arrays
-            .into_iter()
-            .fold(boxed.saturating_add(table), |sum, bytes| {
-                sum.saturating_add(allocation(bytes, 1))
-            })
-    }
-
-    /// Offers every heap block the filter holds to `to` (active defragmentation): each
-    /// sub-filter's slots, then the sub-filter table.
-    pub fn relocate(&mut self, to: &mut dyn crate::relocate::Relocator) {
-        for s in &mut self.subs {
-            crate::relocate::relocate_vec(&mut s.slots, to);
-        }
-        crate::relocate::relocate_vec(&mut self.subs, to);
-    }
-
-    /// A deep copy, reporting allocation failure instead of aborting.
-    pub fn try_clone(&self) -> Result<Self, FilterError> {
-        let mut subs = try_vec(self.subs.len())?;
-        for s in &self.subs {
-            // As lazy as the source, in huge pages at once if the source is dense.
-            let (hint, huge) = s.huge.for_copy(s.occupied);
-            let slots = crate::zeroed::try_copy_sparse(&s.slots, s.occupied == 0, hint)?;
-            subs.push(SubFilter { slots, huge, ..*s });
-        }
-        Ok(CuckooFilter { subs, ..*self })
-    }
-
-    #[inline]
-    fn bs(&self) -> usize {
-        usize::from(self.params.bucket_size)
-    }
-
-    // ---- lookups ------------------------------------------------------------------------
-
-    /// Whether some sub-filter holds the item's fingerprint in one of its buckets.
-    pub fn contains(&self, item: &[u8]) -> bool {
-        self.contains_hash(&CuckooHash::of(item))
-    }
-
-    #[inline]
-    pub fn contains_hash(&self, h: &CuckooHash) -> bool {
-        let bs = self.bs();
-        self.subs.iter().rev().any(|s| s.holds(h, bs))
-    }
-
-    /// Slots holding the item's fingerprint in both buckets of every sub-filter; a bucket
-    /// is counted twice when both candidates are the same bucket, as RedisBloom does.
-    pub fn count(&self, item: &[u8]) -> u64 {
-        self.count_hash(&CuckooHash::of(item))
-    }
-
-    pub fn count_hash(&self, h: &CuckooHash) -> u64 {
-        let bs = self.bs();
-        let in_bucket = |s: &SubFilter, b: u64| {
-            s.bucket(b & s.mask(), bs)
-                .iter()
-                .filter(|&&x| x == h.fp)
-                .count() as u64
-        };
-        self.subs
-            .iter()
-            .map(|s| in_bucket(s, h.h1) + in_bucket(s, h.h2))
-            .sum()
-    }
-
-    /// Starts loading every bucket a batch will probe in the newest `subs` sub-filters.
-    fn prefetch_batch(&self, hashes: &[CuckooHash], subs: usize) {
-        let bs = self.bs();
-        for s in self.subs.iter().rev().take(subs) {
-            for h in hashes {
-                s.prefetch(h, bs);
-            }
-        }
-    }
-
-    /// `contains` for many items, in order: each batch is hashed and all its candidate
-    /// buckets requested before any is probed, so the misses overlap.
-    pub fn contains_many(&self, items: &[&[u8]]) -> Vec<bool> {
-        let mut out = Vec::with_capacity(items.len());
-        let mut batch = [CuckooHash::from_hash(0); BATCH];
-        for chunk in items.chunks(BATCH) {
-            let hashes = hash_batch(chunk, &mut batch);
-            self.prefetch_batch(hashes, self.subs.len());
-            out.extend(hashes.iter().map(|h| self.contains_hash(h)));
-        }
-        out
-    }
-
-    // ---- inserts (written once for both layouts: `slots`) ------------------------------
-
-    /// `slots::check_expansions`.
-    pub fn check_expansions(&self, limits: &Limits) -> Result<(), CuckooError> {
-        slots::check_expansions(self, limits)
-    }
-
-    /// `CF.ADD`: adds the item even if present (a duplicate takes another slot).
-    pub fn add(&mut self, item: &[u8], limits: &Limits) -> Result<(), CuckooError> {
-        slots::add(self, item, limits)
-    }
-
-    /// `CF.ADDNX`: adds the item unless it looks present; `Ok(false)` changed nothing.
-    pub fn add_nx(&mut self, item: &[u8], limits: &Limits) -> Result<bool, CuckooError> {
-        slots::add_nx(self, item, limits)
-    }
-
-    /// `CF.INSERT` (`nx` false) and `CF.INSERTNX` (`nx` true) within a fresh `WALK_BUDGET`:
-    /// `insert_many_within`.
-    pub fn insert_many(&mut self, items: &[&[u8]], nx: bool, limits: &Limits) -> Batch {
-        self.insert_many_within(items, nx, limits, &mut WALK_BUDGET.clone())
-    }
-
-    /// `CF.INSERT` / `CF.INSERTNX` within what is left of the command's eviction budget
-    /// (`slots::insert_many_within`).
-    pub fn insert_many_within(
-        &mut self,
-        items: &[&[u8]],
-        nx: bool,
-        limits: &Limits,
-        kicks: &mut u64,
-    ) -> Batch {
-        slots::insert_many_within(self, items, nx, limits, kicks)
-    }
-
-    /// Appends a sub-filter `expansion` times the newest one's size, within `max_bytes`.
-    fn grow(&mut self, max_bytes: u64) -> Result<(), CuckooError> {
-        if self.subs.len() >= MAX_SUB_FILTERS {
-            return Err(FilterError::TooManyLayers {
-                limit: MAX_SUB_FILTERS,
-            }
-            .into());
-        }
-        let last = self.subs.last().map_or(1, |s| s.buckets);
-        let oom = FilterError::OutOfMemory { bytes: u64::MAX };
-        let buckets = last
-            .checked_mul(u64::from(self.params.expansion))
-            .ok_or(oom.clone())?;
-        let bytes = slot_bytes(buckets, self.params.bucket_size).ok_or(oom)?;
-        let needed = Self::modelled_bytes(
-            self.subs.len() + 1,
-            self.subs
-                .iter()
-                .map(|s| s.slots.len() as u64)
-                .chain([bytes]),
-        );
-        if needed > max_bytes {
-            return Err(FilterError::OverLimit {
-                needed,
-                limit: max_bytes,
-            }
-            .into());
-        }
-        let sub = SubFilter::zeroed(buckets, self.params.bucket_size)?;
-        try_push(&mut self.subs, sub)?;
-        Ok(())
-    }
-
-    // ---- deletes ------------------------------------------------------------------------
-
-    /// `CF.DEL` (`slots::delete_hash`): newest sub-filter first, bucket `h1` before `h2`, and
-    /// the automatic compaction past a tenth of the items.
-    pub fn delete(&mut self, item: &[u8]) -> bool {
-        self.delete_hash(&CuckooHash::of(item))
-    }
-
-    pub fn delete_hash(&mut self, h: &CuckooHash) -> bool {
-        slots::delete_hash(self, h)
-    }
-
-    /// `CF.COMPACT`: moves fingerprints from newer sub-filters into older ones and drops the
-    /// newest while it empties; the delete count restarts at 0. It stops after
-    /// `COMPACT_BUDGET` units of work: a filter that needs more compacts over several calls.
-    pub fn compact(&mut self) {
-        self.compact_with(true, COMPACT_BUDGET);
-    }
-
-    /// `slots::compact_chain`: compaction within `budget` units of work.
-    pub(crate) fn compact_with(&mut self, past_full: bool, budget: u64) -> u64 {
-        slots::compact_chain(self, past_full, budget)
-    }
-}
-
-impl Chain for CuckooFilter {
-    type Sub = SubFilter;
-    type Hash = CuckooHash;
-
-    #[inline]
-    fn subs(&self) -> &[SubFilter] {
-        &self.subs
-    }
-
-    #[inline]
-    fn params(&self) -> Params {
-        self.params
-    }
-
-    #[inline]
-    fn ctx(&self) {}
-
-    #[inline]
-    fn hash(&self, item: &[u8]) -> CuckooHash {
-        CuckooHash::of(item)
-    }
-
-    #[inline]
-    fn blank(&self) -> CuckooHash {
-        CuckooHash::from_hash(0)
-    }
-
-    #[inline]
-    fn contains_hash(&self, h: &CuckooHash) -> bool {
-        CuckooFilter::contains_hash(self, h)
-    }
-
-    #[inline]
-    fn prefetch_batch(&self, hashes: &[CuckooHash], subs: usize) {
-        CuckooFilter::prefetch_batch(self, hashes, subs)
-    }
-
-    #[inline]
-    fn tally(&mut self) -> Tally<'_, SubFilter> {
-        Tally {
-            subs: &mut self.subs,
-            items: &mut self.items,
-            deletes: &mut self.deletes,
-            deletes_not_found: &mut self.deletes_not_found,
-        }
-    }
-
-    fn grow(&mut self, max_bytes: u64) -> Result<(), CuckooError> {
-        CuckooFilter::grow(self, max_bytes)
-    }
-}
-
-/// Hashes a chunk of at most `BATCH` items into `out` (on the stack); returns the prefix.
-fn hash_batch<'a>(items: &[&[u8]], out: &'a mut [CuckooHash; BATCH]) -> &'a [CuckooHash] {
-    for (slot, item) in out.iter_mut().zip(items) {
-        *slot = CuckooHash::of(item);
-    }
-    &out[..items.len()]
 }

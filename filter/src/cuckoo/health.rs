@@ -13,7 +13,8 @@
 //!
 //! (per sub-filter `rate::false_positive_rate`; about `Σ 2b·α_i / 255` while small).
 
-use super::{rate, CuckooFilter, RatedFilter};
+use super::slots::Slots;
+use super::{rate, CuckooFilter, Filter};
 use crate::bloom::health::warning_mark;
 
 /// The fill of a filter's sub-filters, whatever their layout.
@@ -23,25 +24,17 @@ pub trait Occupancy {
     fn sub_occupancy(&self, i: usize) -> (u64, u64);
 }
 
-impl Occupancy for CuckooFilter {
+impl<S: Slots> Occupancy for Filter<S> {
     fn sub_filter_count(&self) -> usize {
         self.sub_filters().len()
     }
 
     fn sub_occupancy(&self, i: usize) -> (u64, u64) {
         let s = &self.sub_filters()[i];
-        (s.occupied(), s.slots())
-    }
-}
-
-impl Occupancy for RatedFilter {
-    fn sub_filter_count(&self) -> usize {
-        self.sub_filters().len()
-    }
-
-    fn sub_occupancy(&self, i: usize) -> (u64, u64) {
-        let s = &self.sub_filters()[i];
-        (s.occupied(), s.slots())
+        (
+            s.occupied(),
+            s.buckets() * u64::from(self.params().bucket_size),
+        )
     }
 }
 

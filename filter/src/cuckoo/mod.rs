@@ -72,6 +72,7 @@
 //! the extension are RedisBloom's layout bit for bit. [`AnyFilter`] is either.
 
 mod any;
+mod chain;
 pub mod codec;
 mod filter;
 pub mod health;
@@ -82,6 +83,7 @@ pub mod rated_codec;
 mod slots;
 
 pub use any::{AnyFilter, HeaderError};
+pub use chain::Filter;
 pub use filter::{
     walk_limit, CuckooFilter, CuckooHash, Info, Limits, SubFilter, ALT_MULTIPLIER, WALK_BUDGET,
 };

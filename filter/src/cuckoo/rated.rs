@@ -1,7 +1,7 @@
 //! Extension filters (`CF.RESERVE ... ERROR e`): cuckoo filters whose fingerprints have any
 //! width from 4 to 32 bits, packed, with RedisBloom's placement, eviction, delete and
-//! compaction rules generalized. Filters without the extension are [`CuckooFilter`]s,
-//! RedisBloom's layout; the two meet in [`super::AnyFilter`].
+//! compaction rules generalized. Filters without the extension are
+//! [`super::CuckooFilter`]s, RedisBloom's layout; the two meet in [`super::AnyFilter`].
 //!
 //! # Fingerprints
 //! An item is hashed once to 64 bits, `h = MurmurHash64A(item, seed 0)`, as RedisBloom's. Its
@@ -36,13 +36,12 @@
 //! Sub-filter `i` has the width [`Widths::of`] gives: the first two were sized at creation
 //! ([`rate::widths_for`]) and persisted, every later one a bit wider (to 32).
 
-use super::filter::{BATCH, COMPACT_BUDGET, WALK_BUDGET};
-use super::params::{Params, MAX_SUB_FILTERS};
+use super::chain::Filter;
+use super::params::Params;
 use super::rate::{self, Widths};
-use super::slots::{self, Batch, Chain, Slots, Tally};
+use super::slots::Slots;
 use super::{CuckooError, ALT_MULTIPLIER};
 use crate::error::FilterError;
-use crate::fallible::{try_push, try_vec};
 use crate::hash::murmur64a;
 
 /// Mixes the item hash into the tag the fingerprints are cut from.
@@ -443,34 +442,103 @@ impl Slots for RatedSub {
         self.set(self.slot(b, slot), 0);
         self.occupied -= 1;
     }
+
+    type Shape = RatedShape;
+    const PAD_BYTES: u64 = PAD_BYTES;
+
+    #[inline]
+    fn params(shape: &RatedShape) -> Params {
+        shape.params
+    }
+
+    #[inline]
+    fn ctx(shape: &RatedShape) -> u8 {
+        shape.widths.first
+    }
+
+    #[inline]
+    fn hash(shape: &RatedShape, item: &[u8]) -> RatedHash {
+        RatedHash::of(item, shape.widths.first)
+    }
+
+    #[inline]
+    fn blank(shape: &RatedShape) -> RatedHash {
+        RatedHash::from_hash(0, shape.widths.first)
+    }
+
+    fn persisted_bytes(shape: &RatedShape, index: usize, buckets: u64) -> Option<u64> {
+        slot_bytes(buckets, shape.params.bucket_size, shape.widths.of(index))
+    }
+
+    fn new_sub(shape: &RatedShape, index: usize, buckets: u64) -> Result<Self, FilterError> {
+        RatedSub::zeroed(buckets, shape.params.bucket_size, shape.widths.of(index))
+    }
+
+    /// The value Redis holds is `AnyFilter::Rated(Box<RatedFilter>)`: its box, this box.
+    fn boxes(filter: u64) -> u64 {
+        let any = std::mem::size_of::<super::AnyFilter>() as u64;
+        crate::footprint::allocation(any, 8).saturating_add(filter)
+    }
+
+    fn persisted(&self) -> &[u8] {
+        self.as_bytes()
+    }
+
+    fn heap_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.bytes
+    }
+
+    fn try_copy(&self) -> Result<Self, FilterError> {
+        // As lazy as the source, in huge pages at once if the source is dense.
+        let (hint, huge) = self.huge.for_copy(self.occupied);
+        let bytes = crate::zeroed::try_copy_sparse(&self.bytes, self.occupied == 0, hint)?;
+        Ok(RatedSub {
+            bytes,
+            huge,
+            ..*self
+        })
+    }
+
+    #[inline]
+    fn holds_item(&self, h: &RatedHash, _: usize) -> bool {
+        self.holds(h)
+    }
+
+    fn count_item(&self, h: &RatedHash, _: usize) -> u64 {
+        let fp = fingerprint(h.tag, self.bits);
+        self.count_in(h.h1, fp) + self.count_in(h.h2, fp)
+    }
+
+    #[inline]
+    fn prefetch_item(&self, h: &RatedHash, _: usize) {
+        self.prefetch(h)
+    }
 }
 
-/// An extension filter: sub-filter `i` has `buckets × expansion^i` buckets of `Widths::of(i)`
-/// bits. Equality is of what persists (`deletes_not_found` is a local figure).
-#[derive(Debug, Clone)]
-pub struct RatedFilter {
-    subs: Vec<RatedSub>,
-    items: u64,
-    deletes: u64,
+/// What an extension filter keeps of its shape: its settings, its widths and the rate asked
+/// for. Equality is of the rate's bits, as persisted.
+#[derive(Debug, Clone, Copy)]
+pub struct RatedShape {
     params: Params,
     widths: Widths,
     /// The rate asked for at creation (CF.INFO's `ERROR`), kept as persisted.
     error: f64,
-    deletes_not_found: u64,
 }
 
-impl PartialEq for RatedFilter {
+impl PartialEq for RatedShape {
     fn eq(&self, other: &Self) -> bool {
-        self.subs == other.subs
-            && self.items == other.items
-            && self.deletes == other.deletes
-            && self.params == other.params
+        self.params == other.params
             && self.widths == other.widths
             && self.error.to_bits() == other.error.to_bits()
     }
 }
 
-impl Eq for RatedFilter {}
+/// An extension filter: sub-filter `i` has `buckets × expansion^i` buckets of `Widths::of(i)`
+/// bits (`chain::Filter`). Its value is boxed in `AnyFilter`: 64 bytes, as before the
+/// layouts shared the filter.
+pub type RatedFilter = Filter<RatedSub>;
+
+const _: () = assert!(std::mem::size_of::<RatedFilter>() == 64);
 
 /// Why a new extension filter's shape is refused.
 fn check_shape(buckets: u64, params: &Params, widths: &Widths) -> Result<(), CuckooError> {
@@ -491,27 +559,12 @@ impl RatedFilter {
         max_bytes: u64,
     ) -> Result<Self, CuckooError> {
         check_shape(buckets, &params, &widths)?;
-        let oom = FilterError::OutOfMemory { bytes: u64::MAX };
-        let bytes = slot_bytes(buckets, params.bucket_size, widths.first).ok_or(oom)?;
-        let needed = Self::modelled_bytes(1, [bytes]);
-        if needed > max_bytes {
-            return Err(FilterError::OverLimit {
-                needed,
-                limit: max_bytes,
-            }
-            .into());
-        }
-        let mut subs = try_vec(1)?;
-        subs.push(RatedSub::zeroed(buckets, params.bucket_size, widths.first)?);
-        Ok(RatedFilter {
-            subs,
-            items: 0,
-            deletes: 0,
+        let shape = RatedShape {
             params,
             widths,
             error,
-            deletes_not_found: 0,
-        })
+        };
+        Filter::empty(buckets, shape, max_bytes)
     }
 
     pub(crate) fn from_parts(
@@ -522,325 +575,32 @@ impl RatedFilter {
         widths: Widths,
         error: f64,
     ) -> Self {
-        RatedFilter {
-            subs,
-            items,
-            deletes,
+        let shape = RatedShape {
             params,
             widths,
             error,
-            deletes_not_found: 0,
-        }
-    }
-
-    pub fn params(&self) -> Params {
-        self.params
+        };
+        Filter::of(subs, items, deletes, shape)
     }
 
     pub fn widths(&self) -> Widths {
-        self.widths
+        self.shape.widths
     }
 
     /// The rate asked for at creation.
     pub fn error(&self) -> f64 {
-        self.error
-    }
-
-    pub fn items(&self) -> u64 {
-        self.items
-    }
-
-    pub fn deletes(&self) -> u64 {
-        self.deletes
-    }
-
-    pub fn deletes_not_found(&self) -> u64 {
-        self.deletes_not_found
-    }
-
-    pub fn buckets(&self) -> u64 {
-        self.subs[0].buckets
-    }
-
-    pub fn sub_filters(&self) -> &[RatedSub] {
-        &self.subs
-    }
-
-    pub(crate) fn sub_filters_mut(&mut self) -> &mut [RatedSub] {
-        &mut self.subs
-    }
-
-    /// Bytes of all sub-filters' slots, as persisted.
-    pub fn slot_bytes(&self) -> u64 {
-        self.subs.iter().map(|s| s.as_bytes().len() as u64).sum()
-    }
-
-    /// `memory_usage` of a filter of `count` sub-filters with these slot byte counts.
-    pub fn modelled_bytes(count: usize, slot_arrays: impl IntoIterator<Item = u64>) -> u64 {
-        use crate::footprint::allocation;
-        use std::mem::size_of;
-        // The value Redis holds is `AnyFilter::Rated(Box<RatedFilter>)`: its box, this box.
-        let boxed = allocation(size_of::<super::AnyFilter>() as u64, 8)
-            .saturating_add(allocation(size_of::<RatedFilter>() as u64, 8));
-        let table = allocation(
-            (count as u64).saturating_mul(size_of::<RatedSub>() as u64),
-            8,
-        );
-        slot_arrays
-            .into_iter()
-            .fold(boxed.saturating_add(table), |sum, bytes| {
-                sum.saturating_add(allocation(bytes.saturating_add(PAD_BYTES), 1))
-            })
-    }
-
-    pub fn memory_usage(&self) -> u64 {
-        self.memory_usage_of_first(self.subs.len())
-    }
-
-    /// `memory_usage` of the filter's oldest `count` sub-filters alone: what it was before
-    /// the newer ones were added (at most all of them).
-    pub fn memory_usage_of_first(&self, count: usize) -> u64 {
-        let subs = &self.subs[..count.min(self.subs.len())];
-        Self::modelled_bytes(subs.len(), subs.iter().map(|s| s.as_bytes().len() as u64))
-    }
-
-    /// Offers every heap block the filter holds to `to` (active defragmentation): each
-    /// sub-filter's slots, then the sub-filter table.
-    pub fn relocate(&mut self, to: &mut dyn crate::relocate::Relocator) {
-        for s in &mut self.subs {
-            crate::relocate::relocate_vec(&mut s.bytes, to);
-        }
-        crate::relocate::relocate_vec(&mut self.subs, to);
-    }
-
-    pub fn try_clone(&self) -> Result<Self, FilterError> {
-        let mut subs = try_vec(self.subs.len())?;
-        for s in &self.subs {
-            // As lazy as the source, in huge pages at once if the source is dense.
-            let (hint, huge) = s.huge.for_copy(s.occupied);
-            let bytes = crate::zeroed::try_copy_sparse(&s.bytes, s.occupied == 0, hint)?;
-            subs.push(RatedSub { bytes, huge, ..*s });
-        }
-        Ok(RatedFilter { subs, ..*self })
+        self.shape.error
     }
 
     /// The estimated false-positive rate of a lookup: each sub-filter's at its load.
     pub fn estimated_fpr(&self) -> f64 {
+        let bucket_size = self.params().bucket_size;
         let pass: f64 = self
             .subs
             .iter()
-            .map(|s| 1.0 - rate::false_positive_rate(s.bits, self.params.bucket_size, s.load()))
+            .map(|s| 1.0 - rate::false_positive_rate(s.bits, bucket_size, s.load()))
             .product();
         1.0 - pass
-    }
-
-    #[inline]
-    fn hash(&self, item: &[u8]) -> RatedHash {
-        RatedHash::of(item, self.widths.first)
-    }
-
-    // ---- lookups ------------------------------------------------------------------------
-
-    pub fn contains(&self, item: &[u8]) -> bool {
-        self.contains_hash(&self.hash(item))
-    }
-
-    #[inline]
-    pub fn contains_hash(&self, h: &RatedHash) -> bool {
-        self.subs.iter().rev().any(|s| s.holds(h))
-    }
-
-    /// Slots holding the item's fingerprint in both buckets of every sub-filter (a bucket
-    /// twice when both are the same bucket, as for RedisBloom's layout).
-    pub fn count(&self, item: &[u8]) -> u64 {
-        let h = self.hash(item);
-        self.subs
-            .iter()
-            .map(|s| {
-                let fp = fingerprint(h.tag, s.bits);
-                s.count_in(h.h1, fp) + s.count_in(h.h2, fp)
-            })
-            .sum()
-    }
-
-    /// `contains` for many items: each batch hashed and its buckets requested in every
-    /// sub-filter before any is probed, as for RedisBloom's layout.
-    pub fn contains_many(&self, items: &[&[u8]]) -> Vec<bool> {
-        let mut out = Vec::with_capacity(items.len());
-        let mut batch = [RatedHash::from_hash(0, self.widths.first); BATCH];
-        for chunk in items.chunks(BATCH) {
-            let hashes = self.hash_batch(chunk, &mut batch);
-            self.prefetch_batch(hashes, self.subs.len());
-            out.extend(hashes.iter().map(|h| self.contains_hash(h)));
-        }
-        out
-    }
-
-    /// Hashes up to `BATCH` items into `batch`. A hash depends on the item and the first
-    /// width alone, so it stays valid while earlier items of the batch grow the filter.
-    #[inline]
-    fn hash_batch<'b>(
-        &self,
-        chunk: &[&[u8]],
-        batch: &'b mut [RatedHash; BATCH],
-    ) -> &'b [RatedHash] {
-        for (h, item) in batch.iter_mut().zip(chunk) {
-            *h = self.hash(item);
-        }
-        &batch[..chunk.len()]
-    }
-
-    /// Starts loading both buckets of every hash in the newest `subs` sub-filters.
-    #[inline]
-    fn prefetch_batch(&self, hashes: &[RatedHash], subs: usize) {
-        for s in self.subs.iter().rev().take(subs) {
-            hashes.iter().for_each(|h| s.prefetch(h));
-        }
-    }
-
-    // ---- inserts (written once for both layouts: `slots`) ------------------------------
-
-    pub fn check_expansions(&self, limits: &super::Limits) -> Result<(), CuckooError> {
-        slots::check_expansions(self, limits)
-    }
-
-    pub fn add(&mut self, item: &[u8], limits: &super::Limits) -> Result<(), CuckooError> {
-        slots::add(self, item, limits)
-    }
-
-    pub fn add_nx(&mut self, item: &[u8], limits: &super::Limits) -> Result<bool, CuckooError> {
-        slots::add_nx(self, item, limits)
-    }
-
-    /// `CuckooFilter::insert_many`'s contract.
-    pub fn insert_many(&mut self, items: &[&[u8]], nx: bool, limits: &super::Limits) -> Batch {
-        self.insert_many_within(items, nx, limits, &mut WALK_BUDGET.clone())
-    }
-
-    /// `CuckooFilter::insert_many_within`'s contract.
-    pub fn insert_many_within(
-        &mut self,
-        items: &[&[u8]],
-        nx: bool,
-        limits: &super::Limits,
-        kicks: &mut u64,
-    ) -> Batch {
-        slots::insert_many_within(self, items, nx, limits, kicks)
-    }
-
-    #[cfg(test)]
-    fn insert_hash(
-        &mut self,
-        h: &RatedHash,
-        max_bytes: u64,
-        kicks: &mut u64,
-    ) -> Result<(), CuckooError> {
-        slots::insert_hash(self, h, max_bytes, kicks)
-    }
-
-    fn grow(&mut self, max_bytes: u64) -> Result<(), CuckooError> {
-        if self.subs.len() >= MAX_SUB_FILTERS {
-            return Err(FilterError::TooManyLayers {
-                limit: MAX_SUB_FILTERS,
-            }
-            .into());
-        }
-        let oom = FilterError::OutOfMemory { bytes: u64::MAX };
-        let last = self.subs.last().map_or(1, |s| s.buckets);
-        let buckets = last
-            .checked_mul(u64::from(self.params.expansion))
-            .ok_or(oom.clone())?;
-        let bits = self.widths.of(self.subs.len());
-        let bytes = slot_bytes(buckets, self.params.bucket_size, bits).ok_or(oom)?;
-        let needed = Self::modelled_bytes(
-            self.subs.len() + 1,
-            self.subs
-                .iter()
-                .map(|s| s.as_bytes().len() as u64)
-                .chain([bytes]),
-        );
-        if needed > max_bytes {
-            return Err(FilterError::OverLimit {
-                needed,
-                limit: max_bytes,
-            }
-            .into());
-        }
-        let sub = RatedSub::zeroed(buckets, self.params.bucket_size, bits)?;
-        try_push(&mut self.subs, sub)?;
-        Ok(())
-    }
-
-    // ---- deletes ------------------------------------------------------------------------
-
-    /// `CuckooFilter::delete`'s rules (`slots::delete_hash`).
-    pub fn delete(&mut self, item: &[u8]) -> bool {
-        let h = self.hash(item);
-        slots::delete_hash(self, &h)
-    }
-
-    pub fn compact(&mut self) {
-        self.compact_with(true, COMPACT_BUDGET);
-    }
-
-    /// `slots::compact_chain`: a fingerprint moved into an older sub-filter is cut to its
-    /// width.
-    pub(crate) fn compact_with(&mut self, past_full: bool, budget: u64) -> u64 {
-        slots::compact_chain(self, past_full, budget)
-    }
-}
-
-impl Chain for RatedFilter {
-    type Sub = RatedSub;
-    type Hash = RatedHash;
-
-    #[inline]
-    fn subs(&self) -> &[RatedSub] {
-        &self.subs
-    }
-
-    #[inline]
-    fn params(&self) -> Params {
-        self.params
-    }
-
-    #[inline]
-    fn ctx(&self) -> u8 {
-        self.widths.first
-    }
-
-    #[inline]
-    fn hash(&self, item: &[u8]) -> RatedHash {
-        RatedFilter::hash(self, item)
-    }
-
-    #[inline]
-    fn blank(&self) -> RatedHash {
-        RatedHash::from_hash(0, self.widths.first)
-    }
-
-    #[inline]
-    fn contains_hash(&self, h: &RatedHash) -> bool {
-        RatedFilter::contains_hash(self, h)
-    }
-
-    #[inline]
-    fn prefetch_batch(&self, hashes: &[RatedHash], subs: usize) {
-        RatedFilter::prefetch_batch(self, hashes, subs)
-    }
-
-    #[inline]
-    fn tally(&mut self) -> Tally<'_, RatedSub> {
-        Tally {
-            subs: &mut self.subs,
-            items: &mut self.items,
-            deletes: &mut self.deletes,
-            deletes_not_found: &mut self.deletes_not_found,
-        }
-    }
-
-    fn grow(&mut self, max_bytes: u64) -> Result<(), CuckooError> {
-        RatedFilter::grow(self, max_bytes)
     }
 }
 

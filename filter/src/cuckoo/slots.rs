@@ -6,15 +6,21 @@
 use super::filter::{open_subs, probe_cost, walk_limit, BATCH, COMPACT_BUDGET, WALK_BUDGET};
 use super::params::Params;
 use super::{CuckooError, Limits};
+use crate::error::FilterError;
 
 /// A sub-filter's slots: buckets of `bs` slots (the filter's bucket size, passed in: the
 /// layout of RedisBloom's sub-filters does not keep it), a fingerprint in each, `EMPTY` in
 /// none. Occupancy is kept by `put` and `clear`.
-pub(crate) trait Slots {
+pub trait Slots: Sized {
     /// A stored fingerprint.
     type Fp: Copy + PartialEq;
     /// An item's hash: its two bucket hashes and what its fingerprints are cut from.
-    type Hash;
+    type Hash: Copy;
+    /// What a filter of this layout keeps of its shape: its settings, and for packed fields
+    /// the widths and the rate asked for.
+    type Shape: Copy + std::fmt::Debug + PartialEq;
+    /// Zero bytes allocated after the persisted slots (`Filter::modelled_bytes`).
+    const PAD_BYTES: u64;
     /// What finds a stored fingerprint's other bucket besides the fingerprint (the first
     /// sub-filter's width for packed fields; nothing for RedisBloom's).
     type Ctx: Copy;
@@ -48,6 +54,35 @@ pub(crate) trait Slots {
     fn put_in(&mut self, bs: u64, b: u64, fp: Self::Fp) -> bool;
     /// Empties slot `slot` of bucket `b`, which holds a fingerprint.
     fn clear_at(&mut self, bs: u64, b: u64, slot: u64);
+
+    // ---- what the filter (`chain::Filter`) asks of its layout ------------------------------
+
+    fn params(shape: &Self::Shape) -> Params;
+    fn ctx(shape: &Self::Shape) -> Self::Ctx;
+    /// An item's hash in a filter of this shape.
+    fn hash(shape: &Self::Shape, item: &[u8]) -> Self::Hash;
+    /// A hash to fill a batch's array with before its items' are written.
+    fn blank(shape: &Self::Shape) -> Self::Hash;
+    /// Persisted slot bytes of sub-filter `index` of `buckets` buckets, if they fit in memory.
+    fn persisted_bytes(shape: &Self::Shape, index: usize, buckets: u64) -> Option<u64>;
+    /// An empty sub-filter `index` of `buckets` buckets.
+    fn new_sub(shape: &Self::Shape, index: usize, buckets: u64) -> Result<Self, FilterError>;
+    /// The allocator model's bytes of the boxes holding a filter whose struct takes
+    /// `filter` (its own allocation, and any the value Redis holds adds around it).
+    fn boxes(filter: u64) -> u64;
+    /// The slots as persisted.
+    fn persisted(&self) -> &[u8];
+    /// The slots' heap block, to relocate.
+    fn heap_mut(&mut self) -> &mut Vec<u8>;
+    /// A deep copy, as lazy as the source (`zeroed::try_copy_sparse`).
+    fn try_copy(&self) -> Result<Self, FilterError>;
+    /// Whether either candidate bucket holds the item's fingerprint.
+    fn holds_item(&self, h: &Self::Hash, bs: usize) -> bool;
+    /// Slots holding the item's fingerprint in its two buckets (a bucket twice when both
+    /// are the same one).
+    fn count_item(&self, h: &Self::Hash, bs: usize) -> u64;
+    /// Starts loading both candidate buckets.
+    fn prefetch_item(&self, h: &Self::Hash, bs: usize);
 }
 
 /// Stores the item in the first empty slot of its buckets, bucket `h1` before `h2`, from the
