@@ -5,7 +5,7 @@
 //! is the layout's. [`super::CuckooFilter`] (RedisBloom's layout) and
 //! [`super::RatedFilter`] (the extension's) are this struct over their sub-filters.
 
-use super::filter::{BATCH, COMPACT_BUDGET, WALK_BUDGET};
+use super::budget::{BATCH, COMPACT_BUDGET, WALK_BUDGET};
 use super::params::{Params, MAX_SUB_FILTERS};
 use super::slots::{self, Batch, Chain, Slots, Tally};
 use super::{CuckooError, Limits};

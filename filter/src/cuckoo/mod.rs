@@ -72,6 +72,7 @@
 //! the extension are RedisBloom's layout bit for bit. [`AnyFilter`] is either.
 
 mod any;
+mod budget;
 mod chain;
 pub mod codec;
 mod filter;
@@ -83,10 +84,9 @@ pub mod rated_codec;
 mod slots;
 
 pub use any::{AnyFilter, HeaderError};
+pub use budget::{walk_limit, Limits, WALK_BUDGET};
 pub use chain::Filter;
-pub use filter::{
-    walk_limit, CuckooFilter, CuckooHash, Info, Limits, SubFilter, ALT_MULTIPLIER, WALK_BUDGET,
-};
+pub use filter::{CuckooFilter, CuckooHash, Info, SubFilter, ALT_MULTIPLIER};
 pub use params::{ParamError, Params};
 pub use rated::{RatedFilter, RatedSub};
 

@@ -17,6 +17,10 @@
 //! filter under `ε` with every sub-filter full (`α = 1`), not at `α(b)`: deletes, the adds
 //! after them and compaction fill a sub-filter past the load inserts first reach.
 
+/// The fewest buckets an extension sub-filter has (a whole number of bytes and of 8-slot
+/// groups whatever the width and bucket size).
+pub const MIN_BUCKETS: u64 = 8;
+
 /// Eviction attempts an extension filter gets, so that its inserts reach `REACHED_LOAD`.
 pub const SIZING_MAX_ITERATIONS: u16 = 500;
 
@@ -208,7 +212,7 @@ impl Extension {
         })
     }
 
-    /// Buckets (a power of two, at least `rated::MIN_BUCKETS`) for `capacity` items at the
+    /// Buckets (a power of two, at least `MIN_BUCKETS`) for `capacity` items at the
     /// reached load, if they fit.
     pub fn buckets_for(&self, capacity: u64) -> Option<u64> {
         let shape = RateShape {
@@ -216,9 +220,7 @@ impl Extension {
             bucket_size: self.bucket_size,
             load: self.load,
         };
-        shape
-            .buckets_for(capacity)
-            .map(|b| b.max(super::rated::MIN_BUCKETS))
+        shape.buckets_for(capacity).map(|b| b.max(MIN_BUCKETS))
     }
 }
 

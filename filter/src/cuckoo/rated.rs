@@ -51,9 +51,7 @@ const TAG_MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
 /// whole 64-bit word.
 pub(crate) const PAD_BYTES: u64 = 8;
 
-/// The fewest buckets an extension sub-filter has (a whole number of bytes and of 8-slot
-/// groups whatever the width and bucket size).
-pub const MIN_BUCKETS: u64 = 8;
+pub use super::rate::MIN_BUCKETS;
 
 /// An item's buckets and the tag its fingerprints are cut from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

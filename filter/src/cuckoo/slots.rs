@@ -3,7 +3,7 @@
 //! written once over it: placing an item, the eviction walk and its undo, deletes, and
 //! compaction within its budget of work.
 
-use super::filter::{open_subs, probe_cost, walk_limit, BATCH, COMPACT_BUDGET, WALK_BUDGET};
+use super::budget::{open_subs, probe_cost, walk_limit, BATCH, COMPACT_BUDGET, WALK_BUDGET};
 use super::params::Params;
 use super::{CuckooError, Limits};
 use crate::error::FilterError;

@@ -4,7 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::super::filter::{first_empty, probe_cost, SubFilter, COMPACT_BUDGET};
+use super::super::budget::{first_empty, probe_cost, COMPACT_BUDGET};
+use super::super::filter::SubFilter;
 use super::super::rate::Widths;
 use super::super::rated::RatedSub;
 use super::{filter, Rng};
