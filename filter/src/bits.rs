@@ -73,8 +73,12 @@ fn or_into_words(target: &mut [u8], data: &[u8]) -> u64 {
         }
     }
     for (t, d) in t_words.into_remainder().iter_mut().zip(d_words.remainder()) {
-        set += u64::from((d & !*t).count_ones());
-        *t |= d;
+        // Zero bytes are not written either: a run's tail must not fault in a page it sets
+        // nothing in.
+        if *d != 0 {
+            set += u64::from((d & !*t).count_ones());
+            *t |= d;
+        }
     }
     set
 }

@@ -86,12 +86,28 @@ pub(crate) fn try_copy_sparse<T: Zeroable + Copy>(
             ),
         )
     };
+    // Within a written run, page by page (by address): a run may be long where the kernel
+    // cannot tell pages read from pages written (before Linux 6.7, or no pagemap at all: one
+    // run), and a page of zeros copied would make the copy's page resident for nothing.
     for_each_written(from, |at, run| {
-        if run.iter().any(|&b| b != 0) {
-            to[at..at + run.len()].copy_from_slice(run);
-        }
+        copy_nonzero_pages(&mut to[at..at + run.len()], run)
     });
     Ok(copy)
+}
+
+/// Copies `run` into `to` (of the same length) page by page of `run`'s addresses, skipping
+/// the pages of zeros, so that they stay untouched in `to`.
+fn copy_nonzero_pages(to: &mut [u8], run: &[u8]) {
+    let base = run.as_ptr() as usize;
+    let mut off = 0;
+    while off < run.len() {
+        let next = ((base + off) / COPY_PAGE + 1) * COPY_PAGE - base;
+        let piece = &run[off..next.min(run.len())];
+        if piece.iter().any(|&b| b != 0) {
+            to[off..off + piece.len()].copy_from_slice(piece);
+        }
+        off += piece.len();
+    }
 }
 
 /// ORs `src` into `target` (of the same length), reading only what the kernel does not know
@@ -667,6 +683,47 @@ mod tests {
         (first..last).filter(|&p| !pages.never_written(p)).count()
     }
 
+    /// Keeps a test buffer in 4 KiB pages, so that page counts mean what the tests say where
+    /// transparent huge pages are `always` (a first touch would fault in, or map, 2 MiB).
+    #[cfg(target_os = "linux")]
+    fn in_small_pages(v: &[u8]) {
+        let start = (v.as_ptr() as usize).next_multiple_of(COPY_PAGE);
+        let end = (v.as_ptr() as usize + v.len()) / COPY_PAGE * COPY_PAGE;
+        if end > start {
+            // SAFETY: a whole-page range inside `v`'s own mapping; the advice changes no
+            // contents.
+            unsafe {
+                libc::madvise(
+                    start as *mut libc::c_void,
+                    end - start,
+                    libc::MADV_NOHUGEPAGE,
+                )
+            };
+        }
+    }
+
+    /// A written run copied by a COPY (`try_copy_sparse`) makes only its pages that hold a
+    /// non-zero byte resident in the copy: a run may span pages only read (where the kernel
+    /// cannot tell them from written ones), and those must stay untouched.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_copied_run_makes_only_its_non_zero_pages_resident() {
+        let len = 64 << 20;
+        let mut run = try_zeroed_vec::<u8>(len as u64).unwrap();
+        in_small_pages(&run);
+        run[len / 2] = 7;
+        let mut to = try_zeroed_vec::<u8>(len as u64).unwrap();
+        in_small_pages(&to);
+        copy_nonzero_pages(&mut to, &run);
+        assert_eq!(to[len / 2], 7);
+        assert!(
+            held_pages(to.as_ptr(), len) <= 2,
+            "{}",
+            held_pages(to.as_ptr(), len)
+        );
+        assert_eq!(crate::bits::count_ones(&to), 3);
+    }
+
     /// Issue 23, item 2: a union of mostly unwritten arrays reads and writes only their
     /// written pages: neither the sources' other pages nor the target's are touched.
     #[test]
@@ -674,11 +731,13 @@ mod tests {
     fn or_written_reads_only_the_written_pages_of_its_source() {
         let len = 64 << 20;
         let mut src = try_zeroed_vec::<u8>(len as u64).unwrap();
+        in_small_pages(&src);
         let written = [5, COPY_PAGE * 3 + 17, len / 2, len / 2 + COPY_PAGE, len - 1];
         for (i, &at) in written.iter().enumerate() {
             src[at] = 1 << i;
         }
         let mut target = try_zeroed_vec::<u8>(len as u64).unwrap();
+        in_small_pages(&target);
         target[len / 2] = 0x80;
         assert_eq!(or_written(&mut target, &src), written.len() as u64);
         for (i, &at) in written.iter().enumerate() {
@@ -689,6 +748,7 @@ mod tests {
         // Counting the bits above read every page of `target`: check the source, and a
         // second target that only the union wrote.
         let mut fresh = try_zeroed_vec::<u8>(len as u64).unwrap();
+        in_small_pages(&fresh);
         or_written(&mut fresh, &src);
         assert!(held_pages(src.as_ptr(), len) <= written.len() + 2);
         assert!(held_pages(fresh.as_ptr(), len) <= written.len() + 2);
@@ -704,6 +764,7 @@ mod tests {
         // Past glibc's largest mmap threshold (32 MiB): fresh pages, whatever ran before.
         let len = 64 << 20;
         let mut src = try_zeroed_vec::<u8>(len as u64 + 100).unwrap();
+        in_small_pages(&src);
         // An unaligned view, so that its first and last pages are partial.
         let view = 37..37 + len;
         let written = [
