@@ -30,6 +30,8 @@ use std::borrow::Cow;
 
 use super::filter::{slot_bytes, CuckooFilter, SubFilter};
 use super::params::{Params, MAX_SUB_FILTERS};
+pub use super::stream::RdbField;
+use super::stream::{self, Budget};
 use crate::error::FilterError;
 use crate::fallible::try_vec;
 use crate::footprint::allocation;
@@ -233,25 +235,18 @@ pub fn dump_chunk(filter: &CuckooFilter, it: u64) -> Option<(u64, Cow<'_, [u8]>)
     if it == 0 {
         return Some((1, Cow::Owned(Header::of(filter).encode().to_vec())));
     }
-    let offset = it - 1;
-    let mut start = 0u64;
-    for sub in filter.sub_filters() {
-        let bytes = sub.as_bytes();
-        let len = bytes.len() as u64;
-        if offset < start + len {
-            let within = offset - start;
-            let piece = if len <= MAX_CHUNK_BYTES {
-                bytes
-            } else {
-                let from = within / MAX_CHUNK_BYTES * MAX_CHUNK_BYTES;
-                let to = (from + MAX_CHUNK_BYTES).min(len);
-                &bytes[from as usize..to as usize]
-            };
-            return Some((it.saturating_add(piece.len() as u64), Cow::Borrowed(piece)));
-        }
-        start += len;
-    }
-    None
+    let subs = filter.sub_filters();
+    let (index, start) = stream::locate(subs, it - 1)?;
+    let bytes = subs[index].as_bytes();
+    let len = bytes.len() as u64;
+    let piece = if len <= MAX_CHUNK_BYTES {
+        bytes
+    } else {
+        let from = (it - 1 - start) / MAX_CHUNK_BYTES * MAX_CHUNK_BYTES;
+        let to = (from + MAX_CHUNK_BYTES).min(len);
+        &bytes[from as usize..to as usize]
+    };
+    Some((it.saturating_add(piece.len() as u64), Cow::Borrowed(piece)))
 }
 
 /// `CF.LOADCHUNK key it data` for a data chunk (iterator 1 is the header: see
@@ -260,41 +255,22 @@ pub fn dump_chunk(filter: &CuckooFilter, it: u64) -> Option<(u64, Cow<'_, [u8]>)
 /// fingerprint: a live filter's items cannot be lost to a stray chunk (RedisBloom copies it
 /// over them). Nothing changes when refused.
 pub fn load_chunk(filter: &mut CuckooFilter, it: u64, data: &[u8]) -> Result<(), CodecError> {
-    if data.is_empty() {
-        return Err(CodecError::BadData("an empty chunk"));
-    }
+    let offset = stream::chunk_start(it, data.len())?;
+    let (index, start) = stream::locate(filter.sub_filters(), offset).ok_or(CodecError::NoLink)?;
+    let sub = &mut filter.sub_filters_mut()[index];
+    let within = offset - start;
     let len = data.len() as u64;
-    let offset = it
-        .checked_sub(1)
-        .and_then(|p| p.checked_sub(len))
-        .ok_or(CodecError::NoLink)?;
-    let mut start = 0u64;
-    for sub in filter.sub_filters_mut() {
-        let sub_len = sub.slots();
-        if offset < start + sub_len {
-            let within = offset - start;
-            if within + len > sub_len {
-                return Err(CodecError::TooBig);
-            }
-            let target = &sub.as_bytes()[within as usize..(within + len) as usize];
-            if target.iter().zip(data).any(|(&t, &d)| t != 0 && t != d) {
-                return Err(CodecError::BadData(
-                    "the chunk would overwrite fingerprints of the filter",
-                ));
-            }
-            sub.write_slots(within as usize, data);
-            return Ok(());
-        }
-        start += sub_len;
+    if within + len > sub.slots() {
+        return Err(CodecError::TooBig);
     }
-    Err(CodecError::NoLink)
-}
-
-/// One field of an RDB value, in the order `rdb_fields` yields them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RdbField<'a> {
-    Unsigned(u64),
-    Buffer(&'a [u8]),
+    let target = &sub.as_bytes()[within as usize..(within + len) as usize];
+    if target.iter().zip(data).any(|(&t, &d)| t != 0 && t != d) {
+        return Err(CodecError::BadData(
+            "the chunk would overwrite fingerprints of the filter",
+        ));
+    }
+    sub.write_slots(within as usize, data);
+    Ok(())
 }
 
 /// The filter's RDB value at encoding version 4 (`ENCVER`), field by field.
@@ -309,14 +285,7 @@ pub fn rdb_fields(filter: &CuckooFilter) -> impl Iterator<Item = RdbField<'_>> {
         u64::from(p.max_iterations),
         u64::from(p.expansion),
     ];
-    head.into_iter()
-        .map(RdbField::Unsigned)
-        .chain(filter.sub_filters().iter().flat_map(|s| {
-            [
-                RdbField::Unsigned(s.buckets()),
-                RdbField::Buffer(s.as_bytes()),
-            ]
-        }))
+    stream::rdb_fields(head, filter.sub_filters())
 }
 
 /// The highest encoding version this build reads.
@@ -348,16 +317,8 @@ pub fn decode_rdb<S: RdbSource>(
     };
     let params = check_shape(sub_filters, buckets, bucket_size, max_iterations, expansion)?;
     let lengths = sub_lengths(sub_filters, buckets, params)?;
-    let over_budget =
-        CodecError::BadData("over the memory limit (bf-max-filter-memory or maxmemory)");
-    let mut left = budget;
-    let mut charge = |bytes: u64| -> Result<(), CodecError> {
-        if let Some(left) = &mut left {
-            *left = left.checked_sub(bytes).ok_or(over_budget.clone())?;
-        }
-        Ok(())
-    };
-    charge(CuckooFilter::modelled_bytes(lengths.len(), []))?;
+    let mut budget = Budget::new(budget);
+    budget.charge(CuckooFilter::modelled_bytes(lengths.len(), []))?;
     let mut subs = try_vec(lengths.len())?;
     for &len in &lengths {
         let n = len / u64::from(params.bucket_size);
@@ -366,7 +327,7 @@ pub fn decode_rdb<S: RdbSource>(
                 "a sub-filter's bucket count is not buckets × expansion^i",
             ));
         }
-        charge(allocation(len, 1))?;
+        budget.charge(allocation(len, 1))?;
         let buffer = src.buffer()?;
         let buffer = buffer.as_ref();
         if buffer.len() as u64 != len {

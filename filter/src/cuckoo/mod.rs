@@ -82,6 +82,7 @@ pub mod rate;
 pub mod rated;
 pub mod rated_codec;
 mod slots;
+mod stream;
 
 pub use any::{AnyFilter, HeaderError};
 pub use budget::{walk_limit, Limits, WALK_BUDGET};

@@ -26,6 +26,7 @@ use super::codec::{check_shape, RdbField, MAX_CHUNK_BYTES};
 use super::params::Params;
 use super::rate::Widths;
 use super::rated::{slot_bytes, RatedFilter, RatedSub, MIN_BUCKETS, PAD_BYTES};
+use super::stream::{self, Budget};
 use crate::error::FilterError;
 use crate::fallible::try_vec;
 use crate::footprint::allocation;
@@ -227,22 +228,18 @@ pub fn dump_chunk(filter: &RatedFilter, it: u64) -> Option<(u64, Cow<'_, [u8]>)>
     if it == 0 {
         return Some((1, Cow::Owned(RatedHeader::of(filter).encode().to_vec())));
     }
-    let offset = it - 1;
-    let mut start = 0u64;
-    for sub in filter.sub_filters() {
-        let bytes = sub.as_bytes();
-        let len = bytes.len() as u64;
-        if offset < start + len {
-            let piece = piece_bytes(sub.bits());
-            let from = (offset - start) / piece * piece;
-            let to = (from + piece).min(len);
-            let data = &bytes[from as usize..to as usize];
-            // The position after the piece, wherever in it `it` pointed.
-            return Some((1 + start + to, Cow::Borrowed(data)));
-        }
-        start += len;
-    }
-    None
+    let subs = filter.sub_filters();
+    let (index, start) = stream::locate(subs, it - 1)?;
+    let sub = &subs[index];
+    let bytes = sub.as_bytes();
+    let piece = piece_bytes(sub.bits());
+    let from = (it - 1 - start) / piece * piece;
+    let to = (from + piece).min(bytes.len() as u64);
+    // The position after the piece, wherever in it `it` pointed.
+    Some((
+        1 + start + to,
+        Cow::Borrowed(&bytes[from as usize..to as usize]),
+    ))
 }
 
 /// Slot `index` of packed `bits`-bit slots in `data` (which may end inside the word).
@@ -258,47 +255,34 @@ fn slot_in(data: &[u8], bits: u8, index: u64) -> u32 {
 /// `CF.LOADCHUNK key it data` for a data chunk of an extension filter (see the module
 /// documentation). Nothing changes when refused.
 pub fn load_chunk(filter: &mut RatedFilter, it: u64, data: &[u8]) -> Result<(), CodecError> {
-    if data.is_empty() {
-        return Err(CodecError::BadData("an empty chunk"));
-    }
+    let offset = stream::chunk_start(it, data.len())?;
+    let (index, start) = stream::locate(filter.sub_filters(), offset).ok_or(CodecError::NoLink)?;
+    let sub = &mut filter.sub_filters_mut()[index];
+    let sub_len = sub.as_bytes().len() as u64;
+    let within = offset - start;
     let len = data.len() as u64;
-    let offset = it
-        .checked_sub(1)
-        .and_then(|p| p.checked_sub(len))
-        .ok_or(CodecError::NoLink)?;
-    let mut start = 0u64;
-    for sub in filter.sub_filters_mut() {
-        let sub_len = sub.as_bytes().len() as u64;
-        if offset < start + sub_len {
-            let within = offset - start;
-            if within + len > sub_len {
-                return Err(CodecError::TooBig);
-            }
-            let bits = u64::from(sub.bits());
-            if !within.is_multiple_of(bits)
-                || (!len.is_multiple_of(bits) && within + len != sub_len)
-            {
-                return Err(CodecError::BadData(
-                    "a chunk of an extension filter is whole 8-slot groups",
-                ));
-            }
-            let first = within * 8 / bits;
-            let count = len * 8 / bits;
-            let overwrites = (0..count).any(|k| {
-                let now = sub.get(first + k);
-                now != 0 && now != slot_in(data, sub.bits(), k)
-            });
-            if overwrites {
-                return Err(CodecError::BadData(
-                    "the chunk would overwrite fingerprints of the filter",
-                ));
-            }
-            sub.write_bytes(within, data);
-            return Ok(());
-        }
-        start += sub_len;
+    if within + len > sub_len {
+        return Err(CodecError::TooBig);
     }
-    Err(CodecError::NoLink)
+    let bits = u64::from(sub.bits());
+    if !within.is_multiple_of(bits) || (!len.is_multiple_of(bits) && within + len != sub_len) {
+        return Err(CodecError::BadData(
+            "a chunk of an extension filter is whole 8-slot groups",
+        ));
+    }
+    let first = within * 8 / bits;
+    let count = len * 8 / bits;
+    let overwrites = (0..count).any(|k| {
+        let now = sub.get(first + k);
+        now != 0 && now != slot_in(data, sub.bits(), k)
+    });
+    if overwrites {
+        return Err(CodecError::BadData(
+            "the chunk would overwrite fingerprints of the filter",
+        ));
+    }
+    sub.write_bytes(within, data);
+    Ok(())
 }
 
 /// The filter's RDB value, field by field.
@@ -317,14 +301,7 @@ pub fn rdb_fields(filter: &RatedFilter) -> impl Iterator<Item = RdbField<'_>> {
         u64::from(w.second),
         filter.error().to_bits(),
     ];
-    head.into_iter()
-        .map(RdbField::Unsigned)
-        .chain(filter.sub_filters().iter().flat_map(|s| {
-            [
-                RdbField::Unsigned(s.buckets()),
-                RdbField::Buffer(s.as_bytes()),
-            ]
-        }))
+    stream::rdb_fields(head, filter.sub_filters())
 }
 
 /// Decodes an RDB value of encoding version 1. With `budget` (a client's RESTORE), each
@@ -360,16 +337,8 @@ pub fn decode_rdb<S: RdbSource>(
         widths,
         error,
     )?;
-    let over_budget =
-        CodecError::BadData("over the memory limit (bf-max-filter-memory or maxmemory)");
-    let mut left = budget;
-    let mut charge = |bytes: u64| -> Result<(), CodecError> {
-        if let Some(left) = &mut left {
-            *left = left.checked_sub(bytes).ok_or(over_budget.clone())?;
-        }
-        Ok(())
-    };
-    charge(RatedFilter::modelled_bytes(shape.subs.len(), []))?;
+    let mut budget = Budget::new(budget);
+    budget.charge(RatedFilter::modelled_bytes(shape.subs.len(), []))?;
     let mut subs = try_vec(shape.subs.len())?;
     for &(n, bits, bytes) in &shape.subs {
         if src.unsigned()? != n {
@@ -377,7 +346,7 @@ pub fn decode_rdb<S: RdbSource>(
                 "a sub-filter's bucket count is not buckets × expansion^i",
             ));
         }
-        charge(allocation(bytes.saturating_add(PAD_BYTES), 1))?;
+        budget.charge(allocation(bytes.saturating_add(PAD_BYTES), 1))?;
         let buffer = src.buffer()?;
         let buffer = buffer.as_ref();
         if buffer.len() as u64 != bytes {
